@@ -1,0 +1,23 @@
+"""Exceptions planexec raises, each with a message meant for a person to read."""
+
+from __future__ import annotations
+
+
+class PlanexecError(Exception):
+    """Base class for errors planexec reports to its users."""
+
+
+class ConfigurationError(PlanexecError):
+    """A setting is missing or wrong (an API key, a model name, a path)."""
+
+
+class ToolError(PlanexecError):
+    """A tool refused its input; the message says why. Not retried."""
+
+
+class TransientToolError(PlanexecError):
+    """A tool failed in a way that may pass on its own (network, busy resource). Retried."""
+
+
+class WorkspaceError(ToolError):
+    """A path is outside the run's workspace, or is not a regular file or folder."""

@@ -1,0 +1,61 @@
+"""Wiring of the planexec graph: planner → approval → executor → evaluator ⇄ replanner → finalizer.
+
+``graph`` (compiled without a checkpointer) is what ``langgraph.json`` serves; Python callers
+use ``build_graph(checkpointer=...)``.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from langchain_core.runnables import RunnableLambda
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import RetryPolicy
+
+from planexec import routing
+from planexec.context import Context
+from planexec.nodes import approval, evaluator, executor, finalizer, planner, replanner
+from planexec.state import InputState, OutputState, State
+from planexec.tools import ToolRegistry, default_registry
+
+MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0)
+
+
+def build_graph(
+    checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
+    *,
+    tools: ToolRegistry | None = None,
+    store: BaseStore | None = None,
+    name: str = "planexec",
+) -> CompiledStateGraph[State, Context, InputState, OutputState]:
+    """Compile the planner-executor graph with the given checkpointer and tools."""
+    registry = tools if tools is not None else default_registry()
+    builder = StateGraph(State, context_schema=Context, input_schema=InputState,
+                         output_schema=OutputState)
+    builder.add_node("planner", partial(planner.plan, tools=registry), retry_policy=MODEL_RETRY)
+    builder.add_node("approval", partial(approval.review, tools=registry))
+    builder.add_node(
+        "executor",
+        RunnableLambda(partial(executor.execute, tools=registry),
+                       afunc=partial(executor.aexecute, tools=registry), name="executor"),
+    )
+    builder.add_node("evaluator", evaluator.evaluate, retry_policy=MODEL_RETRY)
+    builder.add_node("replanner", partial(replanner.replan, tools=registry),
+                     retry_policy=MODEL_RETRY)
+    builder.add_node("finalizer", finalizer.finalize)
+
+    builder.add_edge(START, "planner")
+    builder.add_conditional_edges("planner", routing.after_planner)
+    builder.add_conditional_edges("approval", routing.after_approval)
+    builder.add_edge("executor", "evaluator")
+    builder.add_conditional_edges("evaluator", routing.after_evaluator)
+    builder.add_conditional_edges("replanner", routing.after_replanner)
+    builder.set_finish_point("finalizer")
+    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+
+
+graph = build_graph()

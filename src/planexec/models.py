@@ -1,0 +1,57 @@
+"""Chat models by name: ``openai:MODEL`` (any OpenAI-compatible endpoint) or ``scripted:PATH``.
+
+Nodes call ``models.load_chat_model(...)`` through this module so a test can patch one place.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+
+from planexec.errors import ConfigurationError
+from planexec.state import RoleUsage
+
+MISSING_KEY = (
+    "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at an OpenAI-compatible "
+    "server (Ollama, vLLM, llama.cpp) and set OPENAI_API_KEY to any value"
+)
+
+
+def load_chat_model(spec: str) -> BaseChatModel:
+    """Return the chat model named by ``spec`` (``provider:model``; the provider defaults to openai)."""
+    provider, sep, name = spec.partition(":")
+    if not sep:
+        provider, name = "openai", spec
+    if provider == "scripted":
+        from planexec.scripted import ScriptedChatModel
+
+        return ScriptedChatModel.from_file(name)
+    if provider == "openai":
+        if not os.environ.get("OPENAI_API_KEY"):
+            raise ConfigurationError(MISSING_KEY)
+        return _openai_model(name, os.environ.get("OPENAI_BASE_URL"))
+    raise ConfigurationError(
+        f"unknown model provider {provider!r} in {spec!r}: use openai:MODEL or scripted:PATH"
+    )
+
+
+@lru_cache(maxsize=16)
+def _openai_model(name: str, base_url: str | None) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(model=name, base_url=base_url, max_retries=2)
+
+
+def usage_of(role: str, message: BaseMessage) -> dict[str, RoleUsage]:
+    """Count one model call and its tokens, for the state's ``usage`` reducer."""
+    meta = getattr(message, "usage_metadata", None) or {}
+    return {
+        role: RoleUsage(
+            calls=1,
+            input_tokens=int(meta.get("input_tokens", 0)),
+            output_tokens=int(meta.get("output_tokens", 0)),
+        )
+    }

@@ -1,0 +1,1 @@
+"""The graph's nodes, one module each: planner, approval, executor, evaluator, replanner, finalizer."""

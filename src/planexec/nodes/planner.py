@@ -1,0 +1,82 @@
+"""Planner node: the planner model turns the task (and any reviewer feedback) into a valid plan."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from planexec import models, prompts
+from planexec.context import Context, context_of
+from planexec.planning import request_plan
+from planexec.plan import to_doc
+from planexec.state import Revision, State, StepRecord
+from planexec.tools.registry import ToolRegistry
+from planexec.tools.workspace import Workspace
+
+MAX_LISTED_FILES = 50
+
+
+def workspace_files(root: str) -> str:
+    """List (some of) the workspace's files for the planner's prompt."""
+    workspace = Workspace(root)
+    found = []
+    for path in sorted(workspace.root.rglob("*")):
+        rel = path.relative_to(workspace.root)
+        if path.is_file() and not path.is_symlink() and ".planexec" not in rel.parts:
+            found.append(f"- {rel.as_posix()} ({path.stat().st_size} bytes)")
+        if len(found) >= MAX_LISTED_FILES:
+            found.append("- …")
+            break
+    return "\n".join(found) or "(empty)"
+
+
+def planner_messages(state: State, ctx: Context, tools: ToolRegistry) -> list[BaseMessage]:
+    """Build the planner's conversation: rules and tools, the task, any rejected plan."""
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())),
+        HumanMessage(prompts.PLANNER_TASK.format(task=state["task"], files=workspace_files(ctx.workspace))),
+    ]
+    previous, feedback = state.get("plan"), state.get("feedback")
+    if previous and feedback:
+        shown = json.dumps({"goal": previous["goal"], "steps": previous["steps"]}, indent=1)
+        messages.append(HumanMessage(prompts.PLANNER_REJECTED.format(plan=shown, feedback=feedback)))
+    return messages
+
+
+def plan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
+    """Ask the planner model for a plan; repair invalid ones a bounded number of times."""
+    ctx = context_of(runtime.context)
+    result = request_plan(
+        models.load_chat_model(ctx.planner_model),
+        planner_messages(state, ctx, tools),
+        tools,
+        role="planner",
+        max_steps=ctx.max_steps,
+        max_repairs=ctx.max_plan_repairs,
+    )
+    if result.plan is None:
+        return {
+            "error": f"the planner gave no valid plan in {result.attempts} attempts: "
+            + "; ".join(result.errors[:10]),
+            "planning_errors": result.errors,
+            "usage": result.usage,
+        }
+    previous = state.get("plan")
+    update: dict[str, Any] = {
+        "plan": to_doc(result.plan, version=(previous["version"] + 1) if previous else 1),
+        "steps": {str(s.id): StepRecord(status="pending", attempts=0) for s in result.plan.steps},
+        "feedback": None,
+        "planning_errors": [],
+        "error": None,
+        "approval": None,
+        "usage": result.usage,
+    }
+    if previous:
+        reason = f"rejected by the reviewer: {state.get('feedback') or ''}".strip()
+        update["revisions"] = [
+            Revision(version=previous["version"], reason=reason, plan=previous, outcomes={})
+        ]
+    return update

@@ -1,0 +1,37 @@
+"""Routers: where the graph goes after each deciding node (typed so Studio draws every edge)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from planexec.state import State
+
+
+def after_planner(state: State) -> Literal["approval", "finalizer"]:
+    """A valid plan goes to approval; a planning failure ends the run."""
+    return "finalizer" if state.get("error") else "approval"
+
+
+def after_approval(state: State) -> Literal["executor", "planner", "finalizer"]:
+    """Approved (or edited) plans run; rejected ones go back to the planner; cancel ends."""
+    action = (state.get("approval") or {}).get("action")
+    if action == "reject":
+        return "planner"
+    if action == "cancel":
+        return "finalizer"
+    return "executor"
+
+
+def after_evaluator(state: State) -> Literal["executor", "replanner", "finalizer"]:
+    """Follow the evaluator's decision."""
+    decision = (state.get("evaluation") or {}).get("decision")
+    if decision == "retry":
+        return "executor"
+    if decision == "replan":
+        return "replanner"
+    return "finalizer"
+
+
+def after_replanner(state: State) -> Literal["approval", "finalizer"]:
+    """A revised plan goes through approval (which applies the policy); a failed revision ends."""
+    return "finalizer" if state.get("error") else "approval"

@@ -1,0 +1,374 @@
+"""Running one step: wait for its dependencies, resolve references, call the tool with a
+timeout and retries, and keep its output small in state (large outputs go to a file).
+
+The executor node calls one durable LangGraph ``@task`` per step, up front and in plan
+order, so a resumed run maps finished tasks back to the same steps; each task waits here
+for the steps it depends on, so a step starts as soon as its own dependencies are done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import math
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from langgraph.config import get_stream_writer
+from pydantic import BaseModel, ValidationError
+
+from planexec import models, prompts
+from planexec.context import Context
+from planexec.errors import ToolError, TransientToolError
+from planexec.plan import ReferenceError_, iter_references, resolve_references
+from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
+from planexec.tools.registry import ToolRegistry
+from planexec.tools.workspace import Workspace, use_workspace
+
+TRANSIENT = (TransientToolError, TimeoutError, ConnectionError)
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+REF_KEY = "$ref"
+
+
+class DependencyGate:
+    """Outcomes of finished steps, awaitable from threads and from event loops alike."""
+
+    def __init__(self, known: dict[int, dict[str, Any]]) -> None:
+        """Start with the outcomes of steps finished in earlier rounds."""
+        self._outcomes = dict(known)
+        self._cond = threading.Condition()
+        self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+
+    def publish(self, step_id: int, outcome: dict[str, Any]) -> None:
+        """Record a step's outcome and wake whoever waits for it."""
+        with self._cond:
+            self._outcomes[step_id] = outcome
+            self._cond.notify_all()
+            waiters = self._waiters.pop(step_id, [])
+        for fut in waiters:
+            fut.get_loop().call_soon_threadsafe(_resolve, fut)
+
+    def wait(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        """Block until every step in ``ids`` has an outcome; return them."""
+        with self._cond:
+            self._cond.wait_for(lambda: all(i in self._outcomes for i in ids))
+            return {i: self._outcomes[i] for i in ids}
+
+    async def wait_async(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        """Await every step in ``ids`` without holding a thread; return their outcomes."""
+        loop = asyncio.get_running_loop()
+        pending = []
+        with self._cond:
+            for i in ids:
+                if i not in self._outcomes:
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._waiters.setdefault(i, []).append(fut)
+                    pending.append(fut)
+        if pending:
+            await asyncio.gather(*pending)
+        with self._cond:
+            return {i: self._outcomes[i] for i in ids}
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+@dataclass
+class ExecutionRound:
+    """Everything the step tasks of one executor run share."""
+
+    plan: PlanDoc
+    tools: ToolRegistry
+    context: Context
+    workspace: Workspace
+    run_id: str
+    gate: DependencyGate
+    allowed_tools: list[str]
+    _thread_slots: threading.BoundedSemaphore = field(init=False)
+    _loop_slots: dict[int, asyncio.Semaphore] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        """Create the limit on steps running at once."""
+        self._thread_slots = threading.BoundedSemaphore(max(1, self.context.max_parallel_steps))
+
+    def loop_slots(self) -> asyncio.Semaphore:
+        """Return the running event loop's limit on steps running at once."""
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id not in self._loop_slots:
+            self._loop_slots[loop_id] = asyncio.Semaphore(max(1, self.context.max_parallel_steps))
+        return self._loop_slots[loop_id]
+
+    def thread_slots(self) -> threading.BoundedSemaphore:
+        """Return the limit on steps running at once, for worker threads."""
+        return self._thread_slots
+
+
+def now() -> float:
+    """Return the wall-clock time, in seconds since the epoch."""
+    return time.time()
+
+
+def outcome(
+    step_id: int,
+    status: str,
+    *,
+    attempts: int = 0,
+    started_at: float | None = None,
+    output: Any = None,
+    summary: str = "",
+    error: str | None = None,
+    usage: dict[str, RoleUsage] | None = None,
+) -> dict[str, Any]:
+    """Build the JSON record a step task returns (and the checkpoint keeps)."""
+    return {
+        "id": step_id,
+        "status": status,
+        "attempts": attempts,
+        "started_at": started_at,
+        "ended_at": now() if status != "skipped" else None,
+        "output": output,
+        "summary": summary,
+        "error": error,
+        "usage": usage or {},
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """Convert a tool's return value to JSON data, or raise TypeError naming what is not."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, BaseModel):
+        return jsonable(value.model_dump(mode="json"))
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item) and type(value).__module__ == "numpy":
+        return jsonable(item())
+    raise TypeError(
+        f"the tool returned a {type(value).__name__}, which is not JSON data; tools must return "
+        "dicts, lists, strings or numbers and keep large data in workspace files"
+    )
+
+
+def summarize(output: Any, limit: int = 240) -> str:
+    """Return a one-line preview of an output."""
+    if isinstance(output, dict) and REF_KEY in output:
+        return f"{output.get('bytes', '?')} bytes in {output[REF_KEY]}: {output.get('preview', '')}"[:limit]
+    text = output if isinstance(output, str) else json.dumps(output, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
+    """Keep a small output as is; write a large one to the workspace and keep a reference."""
+    text = json.dumps(value, ensure_ascii=False)
+    size = len(text.encode("utf-8"))
+    if size > MAX_OUTPUT_BYTES:
+        raise ToolError(f"the output is {size} bytes; at most {MAX_OUTPUT_BYTES} are kept")
+    if size <= round_.context.inline_output_limit:
+        return value
+    relative = f".planexec/outputs/{round_.run_id}/v{round_.plan['version']}-step{step_id}.json"
+    path = round_.workspace.prepare_output(relative)
+    path.write_text(text, encoding="utf-8")
+    return {REF_KEY: relative, "bytes": size, "preview": summarize(value, 200)}
+
+
+def load_output(output: Any, workspace: Workspace) -> Any:
+    """Return a step's full output, reading it back from the workspace if it was stored there."""
+    if isinstance(output, dict) and REF_KEY in output and set(output) <= {REF_KEY, "bytes", "preview"}:
+        path: Path = workspace.resolve(output[REF_KEY], must_exist=True)
+        return json.loads(path.read_text(encoding="utf-8"))
+    return output
+
+
+def _is_async_tool(tool_: BaseTool) -> bool:
+    return getattr(tool_, "coroutine", None) is not None or type(tool_)._arun is not BaseTool._arun
+
+
+async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
+    """Run a blocking call in a daemon thread and await it; a hung call is abandoned, not joined."""
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[Any] = loop.create_future()
+    ctx = contextvars.copy_context()
+
+    def target() -> None:
+        try:
+            result = ctx.run(fn)
+        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            loop.call_soon_threadsafe(_settle, fut, None, exc)
+        else:
+            loop.call_soon_threadsafe(_settle, fut, result, None)
+
+    threading.Thread(target=target, daemon=True, name="planexec-tool").start()
+    return await fut
+
+
+def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
+    if fut.done():
+        return
+    if exc is not None:
+        fut.set_exception(exc)
+    else:
+        fut.set_result(result)
+
+
+async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
+    """Invoke a tool: natively async tools on the loop, others in a daemon thread."""
+    if _is_async_tool(tool_):
+        return await tool_.ainvoke(args, config)
+    return await _in_daemon_thread(lambda: tool_.invoke(args, config))
+
+
+def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, ValidationError):
+        return "invalid arguments: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, ToolError) else text
+
+
+async def _model_step(
+    step: StepDoc, args: dict[str, Any], inputs: dict[int, Any], round_: ExecutionRound,
+    config: RunnableConfig, usage: dict[str, RoleUsage],
+) -> str:
+    """Carry out a tool-less step with the executor model and the plan's tools (bounded loop)."""
+    allowed = {name: round_.tools.get(name) for name in round_.allowed_tools}
+    model = models.load_chat_model(round_.context.executor_model)
+    bound = model.bind_tools(list(allowed.values())) if allowed else model
+    shown_inputs = "\n".join(
+        f"- step {i}: {summarize(v, 4000)}" for i, v in inputs.items()
+    ) or "(none)"
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.EXECUTOR_SYSTEM),
+        HumanMessage(
+            prompts.EXECUTOR_STEP.format(
+                goal=round_.plan["goal"], id=step["id"], description=step["description"],
+                expected_output=step["expected_output"] or "(not stated)",
+                args=json.dumps(args, default=str)[:8000], inputs=shown_inputs,
+            )
+        ),
+    ]
+    for _ in range(round_.context.max_executor_turns):
+        reply = await bound.ainvoke(messages, config)
+        usage.update(add_usage(usage, models.usage_of("executor", reply)))
+        if not isinstance(reply, AIMessage) or not reply.tool_calls:
+            content = reply.content
+            return content if isinstance(content, str) else json.dumps(content, default=str)
+        messages.append(reply)
+        for call in reply.tool_calls:
+            if call["name"] not in allowed:
+                text = f"error: {call['name']!r} is not a tool of the approved plan; not run"
+            else:
+                try:
+                    result = await asyncio.wait_for(
+                        call_tool(allowed[call["name"]], call["args"], config),
+                        round_.context.step_timeout,
+                    )
+                    text = json.dumps(jsonable(result), default=str)[:20_000]
+                except Exception as exc:  # noqa: BLE001 - reported back to the model
+                    text = f"error: {_describe_error(exc)}"
+            messages.append(ToolMessage(text, tool_call_id=call["id"]))
+    raise ToolError(f"no answer after {round_.context.max_executor_turns} model turns")
+
+
+async def execute_step(
+    step: StepDoc, deps: dict[int, dict[str, Any]], round_: ExecutionRound,
+    slots: Callable[[], Awaitable[Any]], release: Callable[[], None],
+) -> dict[str, Any]:
+    """Run one step whose dependencies have all finished; never raises."""
+    sid = step["id"]
+    write = get_stream_writer()
+    broken = [d for d in step["depends_on"] if deps[d]["status"] != "succeeded"]
+    if broken:
+        reason = ", ".join(f"step {d} {deps[d]['status']}" for d in broken)
+        write({"event": "step_skipped", "step": sid, "reason": reason})
+        return outcome(sid, "skipped", error=f"skipped because {reason}")
+
+    started = now()
+    write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
+    usage: dict[str, RoleUsage] = {}
+    try:
+        referenced = {ref for ref, _ in iter_references(step["args"])} | set(step["depends_on"])
+        inputs = {
+            d: await _in_daemon_thread(lambda d=d: load_output(deps[d]["output"], round_.workspace))
+            for d in sorted(referenced & set(deps))
+        }
+        args = resolve_references(step["args"], inputs)
+    except (ReferenceError_, ToolError, OSError, ValueError) as exc:
+        error = f"cannot resolve arguments: {exc}"
+        write({"event": "step_failed", "step": sid, "error": error})
+        return outcome(sid, "failed", attempts=0, started_at=started, error=error)
+
+    config: RunnableConfig = {
+        "run_name": f"step {sid}: {step['tool'] or 'executor model'}",
+        "tags": [f"planexec:step:{sid}"],
+        "metadata": {"planexec_step": sid, "planexec_plan_version": round_.plan["version"]},
+    }
+    ctx = round_.context
+    attempts, error = 0, "not run"
+    while attempts < max(1, ctx.step_max_attempts):
+        attempts += 1
+        await slots()
+        try:
+            with use_workspace(round_.workspace):
+                if step["tool"] is None:
+                    work = _model_step(step, args, inputs, round_, config, usage)
+                else:
+                    work = call_tool(round_.tools.get(step["tool"]), args, config)
+                value = await asyncio.wait_for(work, ctx.step_timeout)
+            output = await _in_daemon_thread(lambda: store_output(jsonable(value), round_, sid))
+        except TRANSIENT as exc:
+            error = _describe_error(exc)
+            if attempts < ctx.step_max_attempts:
+                delay = ctx.retry_initial_interval * ctx.retry_backoff_factor ** (attempts - 1)
+                write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
+                release()
+                await asyncio.sleep(delay)
+                continue
+        except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
+            error = _describe_error(exc)
+        else:
+            release()
+            summary = summarize(output)
+            write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
+            return outcome(sid, "succeeded", attempts=attempts, started_at=started,
+                           output=output, summary=summary, usage=usage)
+        release()
+        break
+    write({"event": "step_failed", "step": sid, "error": error})
+    return outcome(sid, "failed", attempts=attempts, started_at=started, error=error, usage=usage)
+
+
+def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
+    """Body of the sync step task: wait in this worker thread, then run the step."""
+    deps = round_.gate.wait(step["depends_on"])
+    sem = round_.thread_slots()
+
+    async def acquire() -> None:
+        sem.acquire()  # this loop is the step's own: blocking it delays nothing else
+
+    return asyncio.run(execute_step(step, deps, round_, acquire, sem.release))
+
+
+async def run_step_async(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
+    """Body of the async step task: await dependencies on the loop, then run the step."""
+    deps = await round_.gate.wait_async(step["depends_on"])
+    sem = round_.loop_slots()
+    return await execute_step(step, deps, round_, sem.acquire, sem.release)

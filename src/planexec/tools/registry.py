@@ -1,0 +1,87 @@
+"""The tool registry: the tools a planner may plan with and an executor may call."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from langchain_core.tools import BaseTool, tool as as_tool
+from pydantic import BaseModel
+
+SIDE_EFFECTS = "side_effects"
+
+
+class ToolRegistry:
+    """A named set of LangChain tools, each marked with whether it has side effects.
+
+    Any ``@tool`` function or ``BaseTool`` with an args schema is added in one line::
+
+        registry.register(my_tool, side_effects=True)
+    """
+
+    def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = ()) -> None:
+        """Register the given tools."""
+        self._tools: dict[str, BaseTool] = {}
+        for item in tools:
+            self.register(item)
+
+    def register(
+        self, item: BaseTool | Callable[..., Any], *, side_effects: bool | None = None
+    ) -> BaseTool:
+        """Add a tool (a plain function is wrapped with ``@tool``); return it."""
+        tool_ = item if isinstance(item, BaseTool) else as_tool(item)
+        if side_effects is not None:
+            tool_.metadata = {**(tool_.metadata or {}), SIDE_EFFECTS: side_effects}
+        self._tools[tool_.name] = tool_
+        return tool_
+
+    def __contains__(self, name: object) -> bool:
+        """Say whether a tool of that name is registered."""
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[BaseTool]:
+        """Iterate over the tools in name order."""
+        return iter(self._tools[name] for name in self.names())
+
+    def __len__(self) -> int:
+        """Count the tools."""
+        return len(self._tools)
+
+    def names(self) -> list[str]:
+        """Return the registered tools' names, sorted."""
+        return sorted(self._tools)
+
+    def get(self, name: str) -> BaseTool:
+        """Return the tool called ``name`` (KeyError if there is none)."""
+        return self._tools[name]
+
+    def has_side_effects(self, name: str) -> bool:
+        """Say whether a tool writes, deletes or sends something (unknown tools: yes)."""
+        found = self._tools.get(name)
+        return True if found is None else bool((found.metadata or {}).get(SIDE_EFFECTS, False))
+
+    def args_schema(self, name: str) -> type[BaseModel] | None:
+        """Return the pydantic schema of a tool's model-facing arguments, if it has one."""
+        schema = self._tools[name].tool_call_schema
+        return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+
+    def describe(self) -> str:
+        """Describe every tool (name, description, side effects, JSON argument schema)."""
+        entries = []
+        for tool_ in self:
+            schema = tool_.tool_call_schema
+            args = (
+                schema.model_json_schema()
+                if isinstance(schema, type) and issubclass(schema, BaseModel)
+                else schema
+            )
+            entries.append(
+                {
+                    "name": tool_.name,
+                    "description": tool_.description,
+                    "side_effects": self.has_side_effects(tool_.name),
+                    "args_schema": args,
+                }
+            )
+        return json.dumps(entries, indent=1, default=str)

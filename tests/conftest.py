@@ -1,0 +1,69 @@
+"""Fixtures: scripted models patched into planexec, a workspace with the example data."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
+os.environ.pop("LANGSMITH_TRACING", None)
+os.environ.pop("LANGCHAIN_TRACING_V2", None)
+
+from planexec import models  # noqa: E402
+from planexec.context import Context  # noqa: E402
+from planexec.scripted import ScriptedChatModel  # noqa: E402
+
+from tests.helpers import EXAMPLES  # noqa: E402
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A workspace folder holding the example sales.csv."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy(EXAMPLES / "sales.csv", root / "sales.csv")
+    return root
+
+
+@pytest.fixture
+def use_models(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, ScriptedChatModel]]:
+    """Make model names resolve to given scripted models: use_models(planner=..., executor=...)."""
+
+    def install(**by_role: ScriptedChatModel) -> dict[str, ScriptedChatModel]:
+        def load(spec: str) -> Any:
+            role = spec.removeprefix("test:")
+            if role not in by_role:
+                raise AssertionError(f"no scripted model for {spec!r}")
+            return by_role[role]
+
+        monkeypatch.setattr(models, "load_chat_model", load)
+        return by_role
+
+    return install
+
+
+@pytest.fixture
+def ctx(workspace: Path) -> Callable[..., Context]:
+    """Build a Context using the scripted test models and the test workspace."""
+
+    def make(**overrides: Any) -> Context:
+        base: dict[str, Any] = dict(
+            planner_model="test:planner", executor_model="test:executor",
+            evaluator_model="test:evaluator", workspace=str(workspace),
+            retry_initial_interval=0.01,
+        )
+        base.update(overrides)
+        return Context(**base)
+
+    return make
+
+
+@pytest.fixture(autouse=True)
+def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    yield

@@ -1,0 +1,83 @@
+"""Shared test helpers: scripted replies, plans, and runs driven like a user would."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import tool
+
+from planexec.scripted import ScriptedChatModel, ScriptedReply
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def plan_reply(plan: dict[str, Any], match: str | None = None) -> ScriptedReply:
+    """A reply calling the Plan tool with ``plan``."""
+    return ScriptedReply(tool_calls=[{"name": "Plan", "args": plan}], match=match)
+
+
+def text_reply(text: str, match: str | None = None) -> ScriptedReply:
+    """A plain text reply."""
+    return ScriptedReply(content=text, match=match)
+
+
+def scripted(*replies: ScriptedReply) -> ScriptedChatModel:
+    """A fresh scripted model."""
+    return ScriptedChatModel(replies=list(replies))
+
+
+def step(sid: int, tool_name: str | None, args: dict[str, Any] | None = None,
+         deps: list[int] | None = None, expected: str = "") -> dict[str, Any]:
+    """A plan step as a dict."""
+    return {"id": sid, "tool": tool_name, "args": args or {}, "description": f"step {sid}",
+            "depends_on": deps or [], "expected_output": expected}
+
+
+def plan_of(*steps: dict[str, Any], goal: str = "test goal") -> dict[str, Any]:
+    """A plan as a dict."""
+    return {"goal": goal, "steps": list(steps)}
+
+
+def sales_plan() -> dict[str, Any]:
+    """The recorded sales-analysis plan of the examples."""
+    return json.loads((EXAMPLES / "sales_plan.json").read_text())
+
+
+def thread() -> dict[str, Any]:
+    """A config with a fresh thread id."""
+    return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+@tool
+def sleep_for(seconds: float, label: str = "") -> dict[str, Any]:
+    """Sleep for some seconds; return when it started and ended."""
+    start = time.time()
+    time.sleep(seconds)
+    return {"label": label, "start": start, "end": time.time()}
+
+
+@tool
+async def async_sleep_for(seconds: float, label: str = "") -> dict[str, Any]:
+    """Sleep (asynchronously) for some seconds; return when it started and ended."""
+    import asyncio
+
+    start = time.time()
+    await asyncio.sleep(seconds)
+    return {"label": label, "start": start, "end": time.time()}
+
+
+@tool
+def always_fails(reason: str = "broken") -> str:
+    """A tool that always raises."""
+    raise ValueError(f"it failed: {reason}")
+
+
+@tool
+def echo(text: str) -> str:
+    """Return the text unchanged."""
+    return text
