@@ -196,7 +196,10 @@ def load_output(output: Any, workspace: Workspace) -> Any:
 
 
 def _is_async_tool(tool_: BaseTool) -> bool:
-    return getattr(tool_, "coroutine", None) is not None or type(tool_)._arun is not BaseTool._arun
+    """Say whether a tool has its own async implementation (else it runs in a thread)."""
+    if hasattr(tool_, "coroutine"):  # StructuredTool and Tool wrap a function, maybe a coroutine
+        return tool_.coroutine is not None
+    return type(tool_)._arun is not BaseTool._arun
 
 
 async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
