@@ -22,7 +22,17 @@ from planexec.nodes import approval, evaluator, executor, finalizer, planner, re
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
 
-MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0)
+
+
+def is_transient_model_error(exc: Exception) -> bool:
+    """Retry model calls only for network trouble, rate limits and server errors."""
+    import openai
+
+    return isinstance(exc, (ConnectionError, TimeoutError, openai.APIConnectionError,
+                            openai.RateLimitError, openai.InternalServerError))
+
+
+MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient_model_error)
 
 
 def build_graph(
