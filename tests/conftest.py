@@ -17,7 +17,6 @@ os.environ.pop("LANGCHAIN_TRACING_V2", None)
 from planexec import models  # noqa: E402
 from planexec.context import Context  # noqa: E402
 from planexec.scripted import ScriptedChatModel  # noqa: E402
-
 from tests.helpers import EXAMPLES  # noqa: E402
 
 
@@ -53,8 +52,10 @@ def ctx(workspace: Path) -> Callable[..., Context]:
 
     def make(**overrides: Any) -> Context:
         base: dict[str, Any] = dict(
-            planner_model="test:planner", executor_model="test:executor",
-            evaluator_model="test:evaluator", workspace=str(workspace),
+            planner_model="test:planner",
+            executor_model="test:executor",
+            evaluator_model="test:evaluator",
+            workspace=str(workspace),
             retry_initial_interval=0.01,
         )
         base.update(overrides)

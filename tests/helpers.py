@@ -31,11 +31,22 @@ def scripted(*replies: ScriptedReply) -> ScriptedChatModel:
     return ScriptedChatModel(replies=list(replies))
 
 
-def step(sid: int, tool_name: str | None, args: dict[str, Any] | None = None,
-         deps: list[int] | None = None, expected: str = "") -> dict[str, Any]:
+def step(
+    sid: int,
+    tool_name: str | None,
+    args: dict[str, Any] | None = None,
+    deps: list[int] | None = None,
+    expected: str = "",
+) -> dict[str, Any]:
     """A plan step as a dict."""
-    return {"id": sid, "tool": tool_name, "args": args or {}, "description": f"step {sid}",
-            "depends_on": deps or [], "expected_output": expected}
+    return {
+        "id": sid,
+        "tool": tool_name,
+        "args": args or {},
+        "description": f"step {sid}",
+        "depends_on": deps or [],
+        "expected_output": expected,
+    }
 
 
 def plan_of(*steps: dict[str, Any], goal: str = "test goal") -> dict[str, Any]:

@@ -23,13 +23,20 @@ from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
 
 
-
 def is_transient_model_error(exc: Exception) -> bool:
     """Retry model calls only for network trouble, rate limits and server errors."""
     import openai
 
-    return isinstance(exc, (ConnectionError, TimeoutError, openai.APIConnectionError,
-                            openai.RateLimitError, openai.InternalServerError))
+    return isinstance(
+        exc,
+        (
+            ConnectionError,
+            TimeoutError,
+            openai.APIConnectionError,
+            openai.RateLimitError,
+            openai.InternalServerError,
+        ),
+    )
 
 
 MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient_model_error)
@@ -44,18 +51,23 @@ def build_graph(
 ) -> CompiledStateGraph[State, Context, InputState, OutputState]:
     """Compile the planner-executor graph with the given checkpointer and tools."""
     registry = tools if tools is not None else default_registry()
-    builder = StateGraph(State, context_schema=Context, input_schema=InputState,
-                         output_schema=OutputState)
+    builder = StateGraph(
+        State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+    )
     builder.add_node("planner", partial(planner.plan, tools=registry), retry_policy=MODEL_RETRY)
     builder.add_node("approval", partial(approval.review, tools=registry))
     builder.add_node(
         "executor",
-        RunnableLambda(partial(executor.execute, tools=registry),
-                       afunc=partial(executor.aexecute, tools=registry), name="executor"),
+        RunnableLambda(
+            partial(executor.execute, tools=registry),
+            afunc=partial(executor.aexecute, tools=registry),
+            name="executor",
+        ),
     )
     builder.add_node("evaluator", evaluator.evaluate, retry_policy=MODEL_RETRY)
-    builder.add_node("replanner", partial(replanner.replan, tools=registry),
-                     retry_policy=MODEL_RETRY)
+    builder.add_node(
+        "replanner", partial(replanner.replan, tools=registry), retry_policy=MODEL_RETRY
+    )
     builder.add_node("finalizer", finalizer.finalize)
 
     builder.add_edge(START, "planner")

@@ -21,7 +21,7 @@ MISSING_KEY = (
 
 
 def load_chat_model(spec: str) -> BaseChatModel:
-    """Return the chat model named by ``spec`` (``provider:model``; the provider defaults to openai)."""
+    """Return the chat model named by ``spec``: ``provider:model`` (provider openai by default)."""
     provider, sep, name = spec.partition(":")
     if not sep:
         provider, name = "openai", spec

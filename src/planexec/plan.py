@@ -111,7 +111,9 @@ def resolve_references(value: Any, outputs: dict[int, Any]) -> Any:
         whole = REFERENCE.fullmatch(value)
         if whole and whole.group(1) is not None:
             step_id = int(whole.group(1))
-            return _select(outputs[step_id], step_id, tuple(p for p in whole.group(2).split(".") if p))
+            return _select(
+                outputs[step_id], step_id, tuple(p for p in whole.group(2).split(".") if p)
+            )
 
         def substitute(match: re.Match[str]) -> str:
             if match.group(1) is None:

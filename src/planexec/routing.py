@@ -8,7 +8,7 @@ from planexec.state import State
 
 
 def after_planner(state: State) -> Literal["approval", "finalizer"]:
-    """A valid plan goes to approval; a planning failure ends the run."""
+    """Send a valid plan to approval; end the run on a planning failure."""
     return "finalizer" if state.get("error") else "approval"
 
 
@@ -24,7 +24,8 @@ def after_approval(state: State) -> Literal["executor", "planner", "finalizer"]:
 
 def after_evaluator(state: State) -> Literal["executor", "replanner", "finalizer"]:
     """Follow the evaluator's decision."""
-    decision = (state.get("evaluation") or {}).get("decision")
+    evaluation = state.get("evaluation")
+    decision = evaluation["decision"] if evaluation else None
     if decision == "retry":
         return "executor"
     if decision == "replan":
@@ -33,5 +34,5 @@ def after_evaluator(state: State) -> Literal["executor", "replanner", "finalizer
 
 
 def after_replanner(state: State) -> Literal["approval", "finalizer"]:
-    """A revised plan goes through approval (which applies the policy); a failed revision ends."""
+    """Send a revised plan to approval (which applies the policy); end on a failed revision."""
     return "finalizer" if state.get("error") else "approval"

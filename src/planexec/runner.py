@@ -1,5 +1,7 @@
-"""Running one step: wait for its dependencies, resolve references, call the tool with a
-timeout and retries, and keep its output small in state (large outputs go to a file).
+"""Running one step: dependencies, references, the tool call, timeouts, retries, outputs.
+
+A step waits for its dependencies, resolves references, calls its tool with a timeout and
+retries, and keeps its output small in state (large outputs go to a file).
 
 The executor node calls one durable LangGraph ``@task`` per step, up front and in plan
 order, so a resumed run maps finished tasks back to the same steps; each task waits here
@@ -16,6 +18,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +170,11 @@ def jsonable(value: Any) -> Any:
 def summarize(output: Any, limit: int = 240) -> str:
     """Return a one-line preview of an output."""
     if isinstance(output, dict) and REF_KEY in output:
-        return f"{output.get('bytes', '?')} bytes in {output[REF_KEY]}: {output.get('preview', '')}"[:limit]
+        return (
+            f"{output.get('bytes', '?')} bytes in {output[REF_KEY]}: {output.get('preview', '')}"[
+                :limit
+            ]
+        )
     text = output if isinstance(output, str) else json.dumps(output, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -187,9 +194,17 @@ def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
     return {REF_KEY: relative, "bytes": size, "preview": summarize(value, 200)}
 
 
+def _keep(value: Any, round_: ExecutionRound, step_id: int) -> Any:
+    return store_output(jsonable(value), round_, step_id)
+
+
 def load_output(output: Any, workspace: Workspace) -> Any:
     """Return a step's full output, reading it back from the workspace if it was stored there."""
-    if isinstance(output, dict) and REF_KEY in output and set(output) <= {REF_KEY, "bytes", "preview"}:
+    if (
+        isinstance(output, dict)
+        and REF_KEY in output
+        and set(output) <= {REF_KEY, "bytes", "preview"}
+    ):
         path: Path = workspace.resolve(output[REF_KEY], must_exist=True)
         return json.loads(path.read_text(encoding="utf-8"))
     return output
@@ -248,23 +263,30 @@ def _describe_error(exc: BaseException) -> str:
 
 
 async def _model_step(
-    step: StepDoc, args: dict[str, Any], inputs: dict[int, Any], round_: ExecutionRound,
-    config: RunnableConfig, usage: dict[str, RoleUsage],
+    step: StepDoc,
+    args: dict[str, Any],
+    inputs: dict[int, Any],
+    round_: ExecutionRound,
+    config: RunnableConfig,
+    usage: dict[str, RoleUsage],
 ) -> str:
     """Carry out a tool-less step with the executor model and the plan's tools (bounded loop)."""
     allowed = {name: round_.tools.get(name) for name in round_.allowed_tools}
-    model = models.load_chat_model(round_.context.executor_model)
+    model = await _in_daemon_thread(lambda: models.load_chat_model(round_.context.executor_model))
     bound = model.bind_tools(list(allowed.values())) if allowed else model
-    shown_inputs = "\n".join(
-        f"- step {i}: {summarize(v, 4000)}" for i, v in inputs.items()
-    ) or "(none)"
+    shown_inputs = (
+        "\n".join(f"- step {i}: {summarize(v, 4000)}" for i, v in inputs.items()) or "(none)"
+    )
     messages: list[BaseMessage] = [
         SystemMessage(prompts.EXECUTOR_SYSTEM),
         HumanMessage(
             prompts.EXECUTOR_STEP.format(
-                goal=round_.plan["goal"], id=step["id"], description=step["description"],
+                goal=round_.plan["goal"],
+                id=step["id"],
+                description=step["description"],
                 expected_output=step["expected_output"] or "(not stated)",
-                args=json.dumps(args, default=str)[:8000], inputs=shown_inputs,
+                args=json.dumps(args, default=str)[:8000],
+                inputs=shown_inputs,
             )
         ),
     ]
@@ -292,8 +314,11 @@ async def _model_step(
 
 
 async def execute_step(
-    step: StepDoc, deps: dict[int, dict[str, Any]], round_: ExecutionRound,
-    slots: Callable[[], Awaitable[Any]], release: Callable[[], None],
+    step: StepDoc,
+    deps: dict[int, dict[str, Any]],
+    round_: ExecutionRound,
+    slots: Callable[[], Awaitable[Any]],
+    release: Callable[[], None],
 ) -> dict[str, Any]:
     """Run one step whose dependencies have all finished; never raises."""
     sid = step["id"]
@@ -309,10 +334,10 @@ async def execute_step(
     usage: dict[str, RoleUsage] = {}
     try:
         referenced = {ref for ref, _ in iter_references(step["args"])} | set(step["depends_on"])
-        inputs = {
-            d: await _in_daemon_thread(lambda d=d: load_output(deps[d]["output"], round_.workspace))
-            for d in sorted(referenced & set(deps))
-        }
+        needed = {d: deps[d]["output"] for d in sorted(referenced & set(deps))}
+        inputs: dict[int, Any] = await _in_daemon_thread(
+            lambda: {d: load_output(out, round_.workspace) for d, out in needed.items()}
+        )
         args = resolve_references(step["args"], inputs)
     except (ReferenceError_, ToolError, OSError, ValueError) as exc:
         error = f"cannot resolve arguments: {exc}"
@@ -336,7 +361,7 @@ async def execute_step(
                 else:
                     work = call_tool(round_.tools.get(step["tool"]), args, config)
                 value = await asyncio.wait_for(work, ctx.step_timeout)
-            output = await _in_daemon_thread(lambda: store_output(jsonable(value), round_, sid))
+            output = await _in_daemon_thread(partial(_keep, value, round_, sid))
         except TRANSIENT as exc:
             error = _describe_error(exc)
             if attempts < ctx.step_max_attempts:
@@ -351,8 +376,15 @@ async def execute_step(
             release()
             summary = summarize(output)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
-            return outcome(sid, "succeeded", attempts=attempts, started_at=started,
-                           output=output, summary=summary, usage=usage)
+            return outcome(
+                sid,
+                "succeeded",
+                attempts=attempts,
+                started_at=started,
+                output=output,
+                summary=summary,
+                usage=usage,
+            )
         release()
         break
     write({"event": "step_failed", "step": sid, "error": error})

@@ -97,7 +97,11 @@ class ScriptedChatModel(BaseChatModel):
         prompt = "\n".join(_text(m) for m in messages)
         reply = self._pick(prompt)
         calls = [
-            {"name": c["name"], "args": c.get("args", {}), "id": c.get("id") or f"call_{next(self._ids)}"}
+            {
+                "name": c["name"],
+                "args": c.get("args", {}),
+                "id": c.get("id") or f"call_{next(self._ids)}",
+            }
             for c in reply.tool_calls
         ]
         output_chars = len(reply.content) + len(json.dumps(calls))

@@ -7,9 +7,9 @@ state stores their ``model_dump()`` so checkpoints, Studio and the API see plain
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
 Decision = Literal["finish", "retry", "replan", "give_up"]

@@ -53,14 +53,23 @@ def main() -> None:
                 graph = build_graph(checkpointer=saver, tools=registry)
                 if action == "start":
                     await graph.ainvoke({"task": "crash test"}, config, context=context)
-                    return await graph.ainvoke(Command(resume={"action": "approve"}), config,
-                                               context=context)
+                    return await graph.ainvoke(
+                        Command(resume={"action": "approve"}), config, context=context
+                    )
                 return await graph.ainvoke(None, config, context=context)
 
         out = asyncio.run(run())
-    Path(workspace, "result.json").write_text(json.dumps(
-        {"final": out["final"], "steps": {k: {"status": v["status"], "output": v["output"]}
-                                          for k, v in out["steps"].items()}}))
+    Path(workspace, "result.json").write_text(
+        json.dumps(
+            {
+                "final": out["final"],
+                "steps": {
+                    k: {"status": v["status"], "output": v["output"]}
+                    for k, v in out["steps"].items()
+                },
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -53,8 +53,10 @@ def test_invalid_edit_is_refused_and_asked_again_with_nothing_lost(graph, use_mo
     assert out["steps"]["2"]["output"] == "got one"
 
 
-@pytest.mark.parametrize("answer", [{"action": "launch"}, 42, {"action": "reject"}, "",
-                                    {"action": "edit", "plan": "not a dict"}])
+@pytest.mark.parametrize(
+    "answer",
+    [{"action": "launch"}, 42, {"action": "reject"}, "", {"action": "edit", "plan": "not a dict"}],
+)
 def test_malformed_answers_are_refused(graph, use_models, ctx, answer):
     use_models(planner=scripted(plan_reply(first_plan())))
     config = thread()
@@ -66,14 +68,19 @@ def test_malformed_answers_are_refused(graph, use_models, ctx, answer):
 
 
 def test_reject_sends_feedback_to_the_planner_and_asks_again(graph, use_models, ctx):
-    planner = use_models(planner=scripted(
-        plan_reply(first_plan()),
-        plan_reply(plan_of(step(1, "echo", {"text": "shorter"}))),
-    ))["planner"]
+    planner = use_models(
+        planner=scripted(
+            plan_reply(first_plan()),
+            plan_reply(plan_of(step(1, "echo", {"text": "shorter"}))),
+        )
+    )["planner"]
     config = thread()
     start(graph, ctx, config)
-    out = graph.invoke(Command(resume={"action": "reject", "feedback": "one step is enough"}),
-                       config, context=ctx())
+    out = graph.invoke(
+        Command(resume={"action": "reject", "feedback": "one step is enough"}),
+        config,
+        context=ctx(),
+    )
     value = out["__interrupt__"][0].value
     assert value["version"] == 2 and len(value["plan"]["steps"]) == 1
     assert "one step is enough" in planner.prompts[1]
@@ -87,8 +94,9 @@ def test_cancel_ends_without_running_anything(graph, use_models, ctx):
     use_models(planner=scripted(plan_reply(first_plan())))
     config = thread()
     start(graph, ctx, config)
-    out = graph.invoke(Command(resume={"action": "cancel", "reason": "not today"}), config,
-                       context=ctx())
+    out = graph.invoke(
+        Command(resume={"action": "cancel", "reason": "not today"}), config, context=ctx()
+    )
     assert out["final"]["status"] == "cancelled"
     assert all(r["status"] == "pending" for r in out["steps"].values())
 

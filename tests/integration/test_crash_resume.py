@@ -25,9 +25,22 @@ PLAN = plan_of(
 def worker(action: str, db: str, ws: Path, thread_id: str, script: Path, mode: str):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.crash_worker", action, db, str(ws), thread_id,
-         str(script), mode],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.crash_worker",
+            action,
+            db,
+            str(ws),
+            thread_id,
+            str(script),
+            mode,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -49,8 +62,9 @@ def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, mode):
     script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": PLAN}]}]))
 
     reference_ws = tmp_path / "reference"
-    reference = run_to_end("start", str(tmp_path / "ref.db"), reference_ws, str(uuid.uuid4()),
-                           script, mode)
+    reference = run_to_end(
+        "start", str(tmp_path / "ref.db"), reference_ws, str(uuid.uuid4()), script, mode
+    )
 
     ws, db, thread_id = tmp_path / "ws", str(tmp_path / "runs.db"), str(uuid.uuid4())
     proc = worker("start", db, ws, thread_id, script, mode)
@@ -65,7 +79,6 @@ def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, mode):
     assert lines(ws) == ["one", "two"]
 
     resumed = run_to_end("resume", db, ws, thread_id, script, mode)
-    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four",
-                                        "five after three and four"])
+    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
     assert resumed == reference
     assert resumed["final"]["status"] == "succeeded"

@@ -14,7 +14,15 @@ from planexec.errors import TransientToolError
 from planexec.scripted import ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import (
-    always_fails, async_sleep_for, echo, plan_of, plan_reply, scripted, sleep_for, step, text_reply,
+    always_fails,
+    async_sleep_for,
+    echo,
+    plan_of,
+    plan_reply,
+    scripted,
+    sleep_for,
+    step,
+    text_reply,
     thread,
 )
 
@@ -33,8 +41,11 @@ def run(graph, ctx_obj, *, mode: str = "sync", stream: bool = False):
 
 
 def spans(out: dict[str, Any]) -> dict[int, tuple[float, float]]:
-    return {int(k): (v["output"]["start"], v["output"]["end"]) for k, v in out["steps"].items()
-            if v["status"] == "succeeded" and isinstance(v["output"], dict)}
+    return {
+        int(k): (v["output"]["start"], v["output"]["end"])
+        for k, v in out["steps"].items()
+        if v["status"] == "succeeded" and isinstance(v["output"], dict)
+    }
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -106,15 +117,22 @@ def test_transient_errors_are_retried_with_backoff(use_models, ctx):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_hanging_tool_times_out_and_dependents_are_skipped(use_models, ctx, mode):
-    plan = plan_of(step(1, "hangs", {"seconds": 30}), step(2, "echo", {"text": "$1"}, [1]),
-                   step(3, "echo", {"text": "independent"}))
+    plan = plan_of(
+        step(1, "hangs", {"seconds": 30}),
+        step(2, "echo", {"text": "$1"}, [1]),
+        step(3, "echo", {"text": "independent"}),
+    )
     use_models(planner=scripted(plan_reply(plan)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([hangs, echo]))
     started = time.time()
     out, _ = run(graph, ctx(step_timeout=0.3, step_max_attempts=2, max_replans=0), mode=mode)
     assert time.time() - started < 5
-    assert out["steps"]["1"] == {**out["steps"]["1"], "status": "failed", "error": "timed out",
-                                 "attempts": 2}
+    assert out["steps"]["1"] == {
+        **out["steps"]["1"],
+        "status": "failed",
+        "error": "timed out",
+        "attempts": 2,
+    }
     assert out["steps"]["2"]["status"] == "skipped"
     assert "step 1 failed" in out["steps"]["2"]["error"]
     assert out["steps"]["3"]["output"] == "independent"
@@ -137,11 +155,17 @@ def test_large_outputs_go_to_a_file_and_still_flow_to_dependents(use_models, ctx
 
 
 def test_tool_less_step_uses_the_executor_model_with_only_the_plans_tools(use_models, ctx):
-    plan = plan_of(step(1, "echo", {"text": "data"}),
-                   step(2, None, {"topic": "$1"}, [1], expected="a sentence"))
+    plan = plan_of(
+        step(1, "echo", {"text": "data"}),
+        step(2, None, {"topic": "$1"}, [1], expected="a sentence"),
+    )
     executor = scripted(
-        ScriptedReply(tool_calls=[{"name": "always_fails", "args": {}},
-                                  {"name": "echo", "args": {"text": "tool says hi"}}]),
+        ScriptedReply(
+            tool_calls=[
+                {"name": "always_fails", "args": {}},
+                {"name": "echo", "args": {"text": "tool says hi"}},
+            ]
+        ),
         text_reply("Final: data summarised"),
     )
     use_models(planner=scripted(plan_reply(plan)), executor=executor)
@@ -156,14 +180,28 @@ def test_tool_less_step_uses_the_executor_model_with_only_the_plans_tools(use_mo
 
 
 def test_progress_is_streamed_per_step(use_models, ctx):
-    plan = plan_of(step(1, "echo", {"text": "a"}), step(2, "always_fails", {}, []),
-                   step(3, "echo", {"text": "$2"}, [2]))
+    plan = plan_of(
+        step(1, "echo", {"text": "a"}),
+        step(2, "always_fails", {}, []),
+        step(3, "echo", {"text": "$2"}, [2]),
+    )
     use_models(planner=scripted(plan_reply(plan)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo, always_fails]))
     config = thread()
     graph.invoke({"task": "t"}, config, context=ctx(max_replans=0))
-    events = [c for c in graph.stream(Command(resume={"action": "approve"}), config,
-                                      context=ctx(max_replans=0), stream_mode="custom")]
+    events = [
+        c
+        for c in graph.stream(
+            Command(resume={"action": "approve"}),
+            config,
+            context=ctx(max_replans=0),
+            stream_mode="custom",
+        )
+    ]
     kinds = {(e["event"], e["step"]) for e in events}
-    assert {("step_started", 1), ("step_finished", 1), ("step_failed", 2),
-            ("step_skipped", 3)} <= kinds
+    assert {
+        ("step_started", 1),
+        ("step_finished", 1),
+        ("step_failed", 2),
+        ("step_skipped", 3),
+    } <= kinds

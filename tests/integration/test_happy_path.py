@@ -14,7 +14,9 @@ def test_sales_plan_runs_to_a_report(use_models, ctx, workspace):
     graph = build_graph(checkpointer=InMemorySaver())
     config = thread()
 
-    first = graph.invoke({"task": "Analyze sales.csv and write a trend report"}, config, context=ctx())
+    first = graph.invoke(
+        {"task": "Analyze sales.csv and write a trend report"}, config, context=ctx()
+    )
     [pending] = first["__interrupt__"]
     assert pending.value["type"] == "plan_approval"
     assert [s["tool"] for s in pending.value["plan"]["steps"]][:2] == ["load_csv", "clean_data"]

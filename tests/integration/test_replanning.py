@@ -25,7 +25,9 @@ def count(label: str) -> str:
 @pytest.fixture
 def graph():
     runs.clear()
-    return build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo, always_fails, count]))
+    return build_graph(
+        checkpointer=InMemorySaver(), tools=ToolRegistry([echo, always_fails, count])
+    )
 
 
 def approve(graph, ctx_obj, config):
@@ -34,16 +36,20 @@ def approve(graph, ctx_obj, config):
     return graph.invoke(Command(resume={"action": "approve"}), config, context=ctx_obj)
 
 
-FAILING = plan_of(step(1, "always_fails", {"reason": "disk full"}),
-                  step(2, "count", {"label": "after $1"}, [1]),
-                  step(3, "count", {"label": "independent"}))
+FAILING = plan_of(
+    step(1, "always_fails", {"reason": "disk full"}),
+    step(2, "count", {"label": "after $1"}, [1]),
+    step(3, "count", {"label": "independent"}),
+)
 
 
 def test_failure_skips_dependents_then_replans_around_it(graph, use_models, ctx):
-    planner = use_models(planner=scripted(
-        plan_reply(FAILING),
-        plan_reply(plan_of(step(4, "count", {"label": "instead, using $3"}, [3]))),
-    ))["planner"]
+    planner = use_models(
+        planner=scripted(
+            plan_reply(FAILING),
+            plan_reply(plan_of(step(4, "count", {"label": "instead, using $3"}, [3]))),
+        )
+    )["planner"]
     config = thread()
     out = approve(graph, ctx(), config)
     assert out["final"]["status"] == "succeeded", out["final"]
@@ -59,14 +65,18 @@ def test_failure_skips_dependents_then_replans_around_it(graph, use_models, ctx)
 
 
 def test_replan_limit_gives_a_partial_result(graph, use_models, ctx):
-    use_models(planner=scripted(
-        plan_reply(FAILING),
-        plan_reply(plan_of(step(4, "always_fails", {"reason": "still full"}))),
-    ))
+    use_models(
+        planner=scripted(
+            plan_reply(FAILING),
+            plan_reply(plan_of(step(4, "always_fails", {"reason": "still full"}))),
+        )
+    )
     out = approve(graph, ctx(max_replans=1), thread())
     assert out["final"]["status"] == "partial"
     assert "replan limit (1) is reached" in out["final"]["answer"]
-    assert "step 4 [always_fails] failed: ValueError: it failed: still full" in out["final"]["answer"]
+    assert (
+        "step 4 [always_fails] failed: ValueError: it failed: still full" in out["final"]["answer"]
+    )
     assert runs == ["independent"]
 
 
@@ -84,10 +94,12 @@ def test_revision_adding_a_side_effecting_tool_needs_approval_again(use_models, 
     registry = ToolRegistry([echo, always_fails])
     registry.register(count, side_effects=True)
     graph = build_graph(checkpointer=InMemorySaver(), tools=registry)
-    use_models(planner=scripted(
-        plan_reply(plan_of(step(1, "always_fails", {}), step(2, "echo", {"text": "x"}))),
-        plan_reply(plan_of(step(3, "count", {"label": "side effect"}))),
-    ))
+    use_models(
+        planner=scripted(
+            plan_reply(plan_of(step(1, "always_fails", {}), step(2, "echo", {"text": "x"}))),
+            plan_reply(plan_of(step(3, "count", {"label": "side effect"}))),
+        )
+    )
     config = thread()
     out = approve(graph, ctx(approval="first"), config)
     value = out["__interrupt__"][0].value
@@ -98,11 +110,15 @@ def test_revision_adding_a_side_effecting_tool_needs_approval_again(use_models, 
 
 def test_an_invalid_plan_is_repaired_by_the_planner(graph, use_models, ctx):
     broken = plan_of(step(1, "nope"), step(2, "echo", {"text": "$1"}, [2]))
-    planner = use_models(planner=scripted(
-        plan_reply(broken),
-        ScriptedReply(content="```json\n" + '{"goal": "g", "steps": [{"id": 1, "tool": "echo", '
-                      '"args": {"text": "fixed"}, "description": "d"}]}' + "\n```"),
-    ))["planner"]
+    planner = use_models(
+        planner=scripted(
+            plan_reply(broken),
+            ScriptedReply(
+                content="```json\n" + '{"goal": "g", "steps": [{"id": 1, "tool": "echo", '
+                '"args": {"text": "fixed"}, "description": "d"}]}' + "\n```"
+            ),
+        )
+    )["planner"]
     config = thread()
     out = graph.invoke({"task": "t"}, config, context=ctx())
     assert out["__interrupt__"][0].value["plan"]["steps"][0]["args"] == {"text": "fixed"}
@@ -120,15 +136,29 @@ def test_a_planner_that_never_gets_it_right_ends_with_a_clear_error(graph, use_m
 
 
 def test_llm_judge_costs_one_call_per_round_and_retries_a_rejected_step(graph, use_models, ctx):
-    plan = plan_of(step(1, "count", {"label": "a"}, expected="the letter a"),
-                   step(2, "count", {"label": "b"}, expected="the letter b"),
-                   step(3, "count", {"label": "c"}, expected="the letter c"))
+    plan = plan_of(
+        step(1, "count", {"label": "a"}, expected="the letter a"),
+        step(2, "count", {"label": "b"}, expected="the letter b"),
+        step(3, "count", {"label": "c"}, expected="the letter c"),
+    )
     judge = scripted(
-        ScriptedReply(tool_calls=[{"name": "Verdicts", "args": {"verdicts": [
-            {"step": 1, "ok": True}, {"step": 2, "ok": False, "reason": "looks wrong"},
-            {"step": 3, "ok": True}]}}]),
-        ScriptedReply(tool_calls=[{"name": "Verdicts", "args": {"verdicts": [
-            {"step": 2, "ok": True}]}}]),
+        ScriptedReply(
+            tool_calls=[
+                {
+                    "name": "Verdicts",
+                    "args": {
+                        "verdicts": [
+                            {"step": 1, "ok": True},
+                            {"step": 2, "ok": False, "reason": "looks wrong"},
+                            {"step": 3, "ok": True},
+                        ]
+                    },
+                }
+            ]
+        ),
+        ScriptedReply(
+            tool_calls=[{"name": "Verdicts", "args": {"verdicts": [{"step": 2, "ok": True}]}}]
+        ),
     )
     use_models(planner=scripted(plan_reply(plan)), evaluator=judge)
     config = thread()

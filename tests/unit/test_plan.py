@@ -27,7 +27,8 @@ def errors_of(data, tools, **kw) -> list[str]:
 def test_a_valid_plan_parses(tools):
     plan = validate_plan(
         plan_of(step(1, "echo", {"text": "hi"}), step(2, "echo", {"text": "$1"}, [1])),
-        tools, max_steps=10,
+        tools,
+        max_steps=10,
     )
     assert [s.id for s in plan.steps] == [1, 2]
 
@@ -39,7 +40,10 @@ def test_a_valid_plan_parses(tools):
         ([step(1, "echo", {"text": "a"}), step(1, "echo", {"text": "b"})], "duplicate step id 1"),
         ([step(1, "echo", {"text": "a"}, [1])], "depends on itself"),
         ([step(1, "echo", {"text": "a"}, [7])], "unknown step 7"),
-        ([step(1, "echo", {"text": "a"}, [2]), step(2, "echo", {"text": "b"}, [1])], "dependency cycle"),
+        (
+            [step(1, "echo", {"text": "a"}, [2]), step(2, "echo", {"text": "b"}, [1])],
+            "dependency cycle",
+        ),
         ([step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "$1"})], "does not list step 1"),
         ([step(1, "echo", {"txt": "a"})], "has no argument 'txt'"),
         ([step(1, "echo", {})], "text: Field required"),
@@ -47,7 +51,9 @@ def test_a_valid_plan_parses(tools):
     ],
 )
 def test_invalid_plans_are_explained(tools, steps, expected):
-    assert any(expected in e for e in errors_of(plan_of(*steps), tools)), errors_of(plan_of(*steps), tools)
+    assert any(expected in e for e in errors_of(plan_of(*steps), tools)), errors_of(
+        plan_of(*steps), tools
+    )
 
 
 def test_too_many_steps(tools):

@@ -1,1 +1,4 @@
-"""The graph's nodes, one module each: planner, approval, executor, evaluator, replanner, finalizer."""
+"""The graph's nodes, one module each.
+
+planner, approval, executor, evaluator, replanner and finalizer.
+"""

@@ -121,7 +121,8 @@ def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
             decision = parse_decision(answer)
             if isinstance(decision, Edit):
                 kept = {
-                    int(sid) for sid, rec in state.get("steps", {}).items()
+                    int(sid)
+                    for sid, rec in state.get("steps", {}).items()
                     if rec.get("status") == "succeeded"
                 }
                 edited = validate_plan(decision.plan, tools, max_steps=ctx.max_steps)
@@ -140,11 +141,14 @@ def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     if isinstance(decision, Approve):
         return _approved(state, plan, "approve")
     if isinstance(decision, Reject):
-        return {"approval": {"action": "reject", "version": plan["version"]},
-                "feedback": decision.feedback}
+        return {
+            "approval": {"action": "reject", "version": plan["version"]},
+            "feedback": decision.feedback,
+        }
     if isinstance(decision, Cancel):
-        return {"approval": {"action": "cancel", "version": plan["version"],
-                             "reason": decision.reason}}
+        return {
+            "approval": {"action": "cancel", "version": plan["version"], "reason": decision.reason}
+        }
     new_plan = to_doc(edited, version=plan["version"] + 1)
     old_records = state.get("steps", {})
     old_steps = {s["id"]: s for s in plan["steps"]}
@@ -160,6 +164,12 @@ def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         **_approved(state, new_plan, "edit"),
         "plan": new_plan,
         "steps": records,
-        "revisions": [Revision(version=plan["version"], reason="edited by the reviewer",
-                               plan=plan, outcomes=dict(old_records))],
+        "revisions": [
+            Revision(
+                version=plan["version"],
+                reason="edited by the reviewer",
+                plan=plan,
+                outcomes=dict(old_records),
+            )
+        ],
     }

@@ -60,14 +60,20 @@ def _judge(
     steps = {s["id"]: s for s in plan["steps"]}
     records = state.get("steps", {})
     shown = [
-        {"step": i, "description": steps[i]["description"],
-         "expected_output": steps[i]["expected_output"],
-         "result": summarize(records[str(i)].get("output"), 2000)}
+        {
+            "step": i,
+            "description": steps[i]["description"],
+            "expected_output": steps[i]["expected_output"],
+            "result": summarize(records[str(i)].get("output"), 2000),
+        }
         for i in ids
     ]
-    model = models.load_chat_model(ctx.evaluator_model).bind_tools([Verdicts], tool_choice="Verdicts")
-    reply = model.invoke([SystemMessage(prompts.JUDGE_SYSTEM),
-                          HumanMessage(json.dumps(shown, indent=1))])
+    model = models.load_chat_model(ctx.evaluator_model).bind_tools(
+        [Verdicts], tool_choice="Verdicts"
+    )
+    reply = model.invoke(
+        [SystemMessage(prompts.JUDGE_SYSTEM), HumanMessage(json.dumps(shown, indent=1))]
+    )
     usage = models.usage_of("evaluator", reply)
     for call in getattr(reply, "tool_calls", None) or []:
         try:
@@ -83,14 +89,17 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     ctx = context_of(runtime.context)
     workspace = Workspace(ctx.workspace)
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in state.get("steps", {}).items()}
-    fresh = [int(sid) for sid, rec in records.items()
-             if rec.get("status") == "succeeded" and not rec.get("checked")]
+    fresh = [
+        int(sid)
+        for sid, rec in records.items()
+        if rec.get("status") == "succeeded" and not rec.get("checked")
+    ]
     for sid in fresh:
         rec = records[str(sid)]
         rec["checked"] = True
         problem = cheap_problem(rec.get("output"), workspace)
         if problem:
-            rec.update(status="failed", error=f"check failed: {problem}")
+            rec["status"], rec["error"] = "failed", f"check failed: {problem}"
 
     update: dict[str, Any] = {}
     note = ""
@@ -103,7 +112,8 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             rec = records[str(sid)]
             if not verdict.ok:
                 first_time = not rec.get("judged_retry")
-                rec.update(status="failed", error=f"judge: {verdict.reason or 'does not fit'}")
+                rec["status"] = "failed"
+                rec["error"] = f"judge: {verdict.reason or 'does not fit'}"
                 if first_time:
                     retry.append(sid)
 
@@ -116,8 +126,9 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
             records[str(sid)] = StepRecord(status="pending", attempts=0, judged_retry=True)
         for sid in skipped:
             records[str(sid)] = StepRecord(status="pending", attempts=0)
-        evaluation = Evaluation(decision="retry", reason=f"the judge rejected steps {retry}",
-                                retry=retry)
+        evaluation = Evaluation(
+            decision="retry", reason=f"the judge rejected steps {retry}", retry=retry
+        )
     elif state.get("replans", 0) < ctx.max_replans:
         evaluation = Evaluation(decision="replan", reason=f"steps {failed} failed", retry=[])
     else:

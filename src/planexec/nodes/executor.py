@@ -1,9 +1,13 @@
-"""Executor node: run every pending step of the approved plan, each as soon as its dependencies
-have succeeded, as durable LangGraph tasks (a resumed run never re-runs a finished step)."""
+"""Executor node: run every pending step of the approved plan as durable LangGraph tasks.
+
+Each step starts as soon as its own dependencies have succeeded; a resumed run never runs
+a finished step again.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from concurrent.futures import Future
 from typing import Any
 
@@ -13,7 +17,13 @@ from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
 from planexec.plan import topological_order
-from planexec.runner import DependencyGate, ExecutionRound, outcome, run_step_async, run_step_blocking
+from planexec.runner import (
+    DependencyGate,
+    ExecutionRound,
+    outcome,
+    run_step_async,
+    run_step_blocking,
+)
 from planexec.state import RoleUsage, State, StepDoc, StepRecord, add_usage
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
@@ -31,7 +41,9 @@ async def arun_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
     return await run_step_async(step, round_)
 
 
-def _prepare(state: State, config: RunnableConfig, tools: ToolRegistry) -> tuple[ExecutionRound, list[StepDoc]]:
+def _prepare(
+    state: State, config: RunnableConfig, tools: ToolRegistry
+) -> tuple[ExecutionRound, list[StepDoc]]:
     ctx: Context = context_of(get_runtime(Context).context)
     plan = state["plan"]
     assert plan is not None, "the executor needs an approved plan"
@@ -54,7 +66,8 @@ def _prepare(state: State, config: RunnableConfig, tools: ToolRegistry) -> tuple
         allowed_tools=sorted({s["tool"] for s in plan["steps"] if s["tool"]}),
     )
     to_run = [
-        s for s in topological_order(plan["steps"])
+        s
+        for s in topological_order(plan["steps"])
         if records.get(str(s["id"]), {}).get("status", "pending") == "pending"
     ]
     return round_, to_run
@@ -73,7 +86,9 @@ def _result(fut: Future[Any] | asyncio.Future[Any], step: StepDoc) -> dict[str, 
         return outcome(step["id"], "failed", error=f"internal error: {exc!r}")
     result: dict[str, Any] = fut.result()
     if result.get("id") != step["id"]:
-        raise RuntimeError(f"replayed result of step {result.get('id')} came back for step {step['id']}")
+        raise RuntimeError(
+            f"replayed result of step {result.get('id')} came back for step {step['id']}"
+        )
     return result
 
 
@@ -83,8 +98,12 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
     for res in results:
         usage = add_usage(usage, res.get("usage"))
         records[str(res["id"])] = StepRecord(
-            status=res["status"], attempts=res["attempts"], started_at=res["started_at"],
-            ended_at=res["ended_at"], summary=res["summary"], output=res["output"],
+            status=res["status"],
+            attempts=res["attempts"],
+            started_at=res["started_at"],
+            ended_at=res["ended_at"],
+            summary=res["summary"],
+            output=res["output"],
             error=res["error"],
         )
     return {"steps": records, "usage": usage, "evaluation": None}
@@ -96,17 +115,13 @@ def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dic
     futures = [run_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))
-    for fut in futures:
-        try:
-            fut.result()
-        except Exception:  # noqa: BLE001, S110 - recorded by _result below
-            pass
+    concurrent.futures.wait(futures)
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
 
 
 async def aexecute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
     """Run the pending steps (async callers: ``graph.ainvoke``, the LangGraph server)."""
-    round_, to_run = _prepare(state, config, tools)
+    round_, to_run = await asyncio.to_thread(_prepare, state, config, tools)  # touches the disk
     futures = [arun_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))

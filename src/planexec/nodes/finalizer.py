@@ -21,23 +21,40 @@ def finalize(state: State) -> dict[str, Any]:
     approval = state.get("approval") or {}
     if approval.get("action") == "cancel":
         reason = approval.get("reason") or "no reason given"
-        final = FinalResult(status="cancelled", answer=f"Cancelled by the reviewer: {reason}",
-                            artifacts=[], failed_steps=[])
+        final = FinalResult(
+            status="cancelled",
+            answer=f"Cancelled by the reviewer: {reason}",
+            artifacts=[],
+            failed_steps=[],
+        )
         return {"final": final}
     if plan is None:
-        final = FinalResult(status="failed", answer=state.get("error") or "no plan was made",
-                            artifacts=[], failed_steps=[])
+        final = FinalResult(
+            status="failed",
+            answer=state.get("error") or "no plan was made",
+            artifacts=[],
+            failed_steps=[],
+        )
         return {"final": final}
 
     steps = plan["steps"]
     status_of = {s["id"]: records.get(str(s["id"]), {}).get("status", "pending") for s in steps}
     failed = [
-        {"step": s["id"], "tool": s["tool"], "status": status_of[s["id"]],
-         "error": records.get(str(s["id"]), {}).get("error")}
-        for s in steps if status_of[s["id"]] != "succeeded"
+        {
+            "step": s["id"],
+            "tool": s["tool"],
+            "status": status_of[s["id"]],
+            "error": records.get(str(s["id"]), {}).get("error"),
+        }
+        for s in steps
+        if status_of[s["id"]] != "succeeded"
     ]
-    artifacts = [a for s in steps if status_of[s["id"]] == "succeeded"
-                 for a in _artifacts(records[str(s["id"])].get("output"))]
+    artifacts = [
+        a
+        for s in steps
+        if status_of[s["id"]] == "succeeded"
+        for a in _artifacts(records[str(s["id"])].get("output"))
+    ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
@@ -46,16 +63,22 @@ def finalize(state: State) -> dict[str, Any]:
         if isinstance(output, str):
             lines.append(output)
         else:
-            lines.append(f"Step {sink['id']} ({sink['description']}): "
-                         f"{records[str(sink['id'])].get('summary', '')}")
+            lines.append(
+                f"Step {sink['id']} ({sink['description']}): "
+                f"{records[str(sink['id'])].get('summary', '')}"
+            )
     status: FinalStatus
     if not failed:
         status = "succeeded"
     else:
         status = "partial" if any(v == "succeeded" for v in status_of.values()) else "failed"
-        why = state.get("error") or (state.get("evaluation") or {}).get("reason", "")
+        evaluation = state.get("evaluation")
+        why = state.get("error") or (evaluation["reason"] if evaluation else "")
         lines.append(f"Not done ({why}):" if why else "Not done:")
-        lines.extend(f"- step {f['step']} [{f['tool']}] {f['status']}: {f['error'] or ''}" for f in failed)
-    final = FinalResult(status=status, answer="\n".join(lines), artifacts=artifacts,
-                        failed_steps=failed)
+        lines.extend(
+            f"- step {f['step']} [{f['tool']}] {f['status']}: {f['error'] or ''}" for f in failed
+        )
+    final = FinalResult(
+        status=status, answer="\n".join(lines), artifacts=artifacts, failed_steps=failed
+    )
     return {"final": final}

@@ -10,8 +10,8 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.planning import request_plan
 from planexec.plan import to_doc
+from planexec.planning import request_plan
 from planexec.state import Revision, State, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
@@ -36,13 +36,19 @@ def workspace_files(root: str) -> str:
 def planner_messages(state: State, ctx: Context, tools: ToolRegistry) -> list[BaseMessage]:
     """Build the planner's conversation: rules and tools, the task, any rejected plan."""
     messages: list[BaseMessage] = [
-        SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())),
-        HumanMessage(prompts.PLANNER_TASK.format(task=state["task"], files=workspace_files(ctx.workspace))),
+        SystemMessage(
+            prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())
+        ),
+        HumanMessage(
+            prompts.PLANNER_TASK.format(task=state["task"], files=workspace_files(ctx.workspace))
+        ),
     ]
     previous, feedback = state.get("plan"), state.get("feedback")
     if previous and feedback:
         shown = json.dumps({"goal": previous["goal"], "steps": previous["steps"]}, indent=1)
-        messages.append(HumanMessage(prompts.PLANNER_REJECTED.format(plan=shown, feedback=feedback)))
+        messages.append(
+            HumanMessage(prompts.PLANNER_REJECTED.format(plan=shown, feedback=feedback))
+        )
     return messages
 
 

@@ -14,16 +14,17 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from planexec import models, prompts
-from planexec.context import context_of
-from planexec.context import Context
-from planexec.planning import request_plan
+from planexec.context import Context, context_of
 from planexec.plan import Plan, PlanValidationError, to_doc, validate_plan
+from planexec.planning import request_plan
 from planexec.state import PlanDoc, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 
 
 def _signature(step: StepDoc | dict[str, Any]) -> str:
-    return json.dumps([step["tool"], step["args"], step["description"]], sort_keys=True, default=str)
+    return json.dumps(
+        [step["tool"], step["args"], step["description"]], sort_keys=True, default=str
+    )
 
 
 def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
@@ -32,14 +33,20 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     plan = state["plan"]
     assert plan is not None
     records = state.get("steps", {})
-    kept_steps = [s for s in plan["steps"] if records.get(str(s["id"]), {}).get("status") == "succeeded"]
+    kept_steps = [
+        s for s in plan["steps"] if records.get(str(s["id"]), {}).get("status") == "succeeded"
+    ]
     lost_steps = [s for s in plan["steps"] if s not in kept_steps]
     kept_ids = frozenset(s["id"] for s in kept_steps)
     max_id = max(s["id"] for s in plan["steps"])
-    kept_text = "\n".join(
-        f"- step {s['id']} [{s['tool']}] {s['description']} -> {records[str(s['id'])].get('summary', '')}"
-        for s in kept_steps
-    ) or "(none)"
+    kept_text = (
+        "\n".join(
+            f"- step {s['id']} [{s['tool']}] {s['description']} -> "
+            f"{records[str(s['id'])].get('summary', '')}"
+            for s in kept_steps
+        )
+        or "(none)"
+    )
     failed_text = "\n".join(
         f"- step {s['id']} [{s['tool']}] args={json.dumps(s['args'], default=str)}: "
         f"{records.get(str(s['id']), {}).get('status', 'pending')}: "
@@ -47,18 +54,31 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         for s in lost_steps
     )
     messages = [
-        SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())),
-        HumanMessage(prompts.REPLANNER.format(goal=plan["goal"], kept=kept_text,
-                                              failed=failed_text, max_id=max_id)),
+        SystemMessage(
+            prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())
+        ),
+        HumanMessage(
+            prompts.REPLANNER.format(
+                goal=plan["goal"], kept=kept_text, failed=failed_text, max_id=max_id
+            )
+        ),
     ]
     result = request_plan(
-        models.load_chat_model(ctx.planner_model), messages, tools, role="replanner",
-        max_steps=ctx.max_steps, max_repairs=ctx.max_plan_repairs, kept=kept_ids,
+        models.load_chat_model(ctx.planner_model),
+        messages,
+        tools,
+        role="replanner",
+        max_steps=ctx.max_steps,
+        max_repairs=ctx.max_plan_repairs,
+        kept=kept_ids,
     )
     replans = state.get("replans", 0) + 1
     base: dict[str, Any] = {"replans": replans, "usage": result.usage}
     if result.plan is None:
-        return {**base, "error": "the replanner gave no valid revision: " + "; ".join(result.errors[:10])}
+        return {
+            **base,
+            "error": "the replanner gave no valid revision: " + "; ".join(result.errors[:10]),
+        }
 
     new_steps = result.plan.steps
     clash = sorted({s.id for s in new_steps} & kept_ids)
@@ -66,8 +86,11 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     if clash:
         return {**base, "error": f"the replanner reused the ids of kept steps {clash}"}
     if all(_signature(s.model_dump()) in failed_signatures for s in new_steps):
-        return {**base, "error": "the replanner proposed the same failing steps again; "
-                                 "stopping with a partial result"}
+        return {
+            **base,
+            "error": "the replanner proposed the same failing steps again; "
+            "stopping with a partial result",
+        }
     merged = Plan(goal=plan["goal"], steps=[*map(_to_step, kept_steps), *new_steps])
     try:
         validate_plan(merged.model_dump(), tools, max_steps=ctx.max_steps + len(kept_steps))
@@ -80,15 +103,22 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         new_records[str(step.id)] = StepRecord(status="pending", attempts=0)
     failures = "; ".join(
         f"step {s['id']}: {records.get(str(s['id']), {}).get('error')}"
-        for s in lost_steps if records.get(str(s["id"]), {}).get("status") == "failed"
+        for s in lost_steps
+        if records.get(str(s["id"]), {}).get("status") == "failed"
     )
     return {
         **base,
         "plan": new_plan,
         "steps": new_records,
         "evaluation": None,
-        "revisions": [Revision(version=plan["version"], reason=f"replanned after failures: {failures}",
-                               plan=plan, outcomes=dict(records))],
+        "revisions": [
+            Revision(
+                version=plan["version"],
+                reason=f"replanned after failures: {failures}",
+                plan=plan,
+                outcomes=dict(records),
+            )
+        ],
     }
 
 

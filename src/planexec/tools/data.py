@@ -55,10 +55,12 @@ def _profile(frame: pd.DataFrame) -> dict[str, Any]:
 
 @tool
 def load_csv(path: str) -> dict[str, Any]:
-    """Load a CSV file of the workspace; return its profile: rows, column types, nulls, duplicates."""
+    """Load a CSV file of the workspace; return rows, column types, nulls and duplicates."""
     frame = read_dataset(path)
-    return {"dataset": current_workspace().relative(current_workspace().resolve(path)),
-            **_profile(frame)}
+    return {
+        "dataset": current_workspace().relative(current_workspace().resolve(path)),
+        **_profile(frame),
+    }
 
 
 def _by_period(frame: pd.DataFrame, value: str, date: str, period: Period, agg: str) -> pd.Series:
@@ -94,17 +96,26 @@ def clean_data(
         frame[col] = frame[col].map(lambda v: v.strip() if isinstance(v, str) else v)
         frame[col] = frame[col].replace("", np.nan)
     converted: dict[str, str] = {}
-    dates = date_columns if date_columns is not None else [
-        c for c in frame.columns if "date" in str(c).lower()
-    ]
+    dates = (
+        date_columns
+        if date_columns is not None
+        else [c for c in frame.columns if "date" in str(c).lower()]
+    )
     for col in dates:
         frame[col] = pd.to_datetime(_column(frame, col), errors="coerce")
         converted[str(col)] = "datetime"
-    numbers = numeric_columns if numeric_columns is not None else [
-        c for c in text_cols if c not in dates
-        and pd.to_numeric(frame[c], errors="coerce").notna().sum() >= 0.95 * frame[c].notna().sum()
-        and frame[c].notna().any()
-    ]
+    numbers = (
+        numeric_columns
+        if numeric_columns is not None
+        else [
+            c
+            for c in text_cols
+            if c not in dates
+            and pd.to_numeric(frame[c], errors="coerce").notna().sum()
+            >= 0.95 * frame[c].notna().sum()
+            and frame[c].notna().any()
+        ]
+    )
     for col in numbers:
         frame[col] = pd.to_numeric(_column(frame, col), errors="coerce")
         converted[str(col)] = "number"
@@ -139,7 +150,7 @@ def calculate_stats(
     group_by: str | None = None,
     agg: Literal["sum", "mean", "count"] = "sum",
 ) -> dict[str, Any]:
-    """Summarise a numeric column: total, mean, per-period totals with growth, breakdown by a column."""
+    """Summarise a numeric column: totals, per-period totals with growth, breakdown by a column."""
     frame = read_dataset(dataset)
     values = pd.to_numeric(_column(frame, value_column), errors="coerce")
     result: dict[str, Any] = {
@@ -154,9 +165,7 @@ def calculate_stats(
         series = _by_period(frame, value_column, date_column, period, agg)
         growth = series.pct_change() * 100
         result["period"] = period
-        result["by_period"] = [
-            {"period": str(p), "value": _number(v)} for p, v in series.items()
-        ]
+        result["by_period"] = [{"period": str(p), "value": _number(v)} for p, v in series.items()]
         result["growth_pct"] = [
             {"period": str(p), "pct": _number(g)} for p, g in growth.items() if pd.notna(g)
         ]
@@ -244,7 +253,7 @@ def generate_chart(
         elif kind == "scatter":
             ax.scatter(xs, ys)
         else:
-            ax.pie(ys.fillna(0), labels=xs.astype(str), autopct="%1.0f%%")
+            ax.pie(ys.fillna(0), labels=xs.astype(str).tolist(), autopct="%1.0f%%")
         ax.set_title(title)
         if kind != "pie":
             ax.set_xlabel(x)
@@ -297,25 +306,38 @@ def write_report(
         parts.append(summary.strip() + "\n")
     if stats:
         parts.append(f"## Key figures ({stats.get('value_column', 'value')})\n")
-        figures = [{"measure": k, "value": stats[k]} for k in ("rows", "total", "mean", "min", "max")
-                   if k in stats]
+        figures = [
+            {"measure": k, "value": stats[k]}
+            for k in ("rows", "total", "mean", "min", "max")
+            if k in stats
+        ]
         parts.append(_table(figures))
         if stats.get("by_period"):
             parts.append("### By period\n")
             growth = {g["period"]: g["pct"] for g in stats.get("growth_pct", [])}
-            parts.append(_table([{"period": p["period"], "value": p["value"],
-                                  "growth_pct": growth.get(p["period"], "")}
-                                 for p in stats["by_period"]]))
+            parts.append(
+                _table(
+                    [
+                        {
+                            "period": p["period"],
+                            "value": p["value"],
+                            "growth_pct": growth.get(p["period"], ""),
+                        }
+                        for p in stats["by_period"]
+                    ]
+                )
+            )
         if stats.get("breakdown"):
             parts.append("### Breakdown\n")
             parts.append(_table(stats["breakdown"]))
     if trends:
         parts.append("## Trend\n")
+        first, last = trends.get("first", {}), trends.get("last", {})
         parts.append(
-            f"Direction: **{trends.get('direction')}**, {_fmt(trends.get('slope_per_period'))} per "
-            f"period (R² {_fmt(trends.get('r_squared'))}); from {_fmt(trends.get('first', {}).get('value'))} "
-            f"in {trends.get('first', {}).get('period')} to {_fmt(trends.get('last', {}).get('value'))} "
-            f"in {trends.get('last', {}).get('period')} ({_fmt(trends.get('change_pct'))}%).\n"
+            f"Direction: **{trends.get('direction')}**, {_fmt(trends.get('slope_per_period'))} "
+            f"per period (R² {_fmt(trends.get('r_squared'))}); from {_fmt(first.get('value'))} "
+            f"in {first.get('period')} to {_fmt(last.get('value'))} in {last.get('period')} "
+            f"({_fmt(trends.get('change_pct'))}%).\n"
         )
         parts.append("### Anomalies\n")
         parts.append(_table(trends.get("anomalies", [])))
@@ -329,7 +351,11 @@ def write_report(
         parts.append(f"## {section.get('heading', '')}\n\n{section.get('body', '')}\n")
     text = "\n".join(parts)
     out.write_text(text, encoding="utf-8")
-    return {"path": workspace.relative(out), "bytes": len(text.encode()), "sections": len(parts) - 1}
+    return {
+        "path": workspace.relative(out),
+        "bytes": len(text.encode()),
+        "sections": len(parts) - 1,
+    }
 
 
 DATA_TOOLS = [load_csv, calculate_stats, detect_trends]

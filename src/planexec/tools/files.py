@@ -46,9 +46,12 @@ def list_files(folder: str = ".", pattern: str = "*") -> dict[str, Any]:
         raise ToolError(f"{folder!r} is not a folder")
     files = []
     for found in sorted(base.rglob(pattern)):
-        if found.is_file() and not found.is_symlink() and found.resolve().is_relative_to(
-            workspace.root
-        ) and ".planexec" not in found.relative_to(workspace.root).parts:
+        if (
+            found.is_file()
+            and not found.is_symlink()
+            and found.resolve().is_relative_to(workspace.root)
+            and ".planexec" not in found.relative_to(workspace.root).parts
+        ):
             files.append(workspace.relative(found))
         if len(files) >= MAX_LISTED:
             break

@@ -6,7 +6,8 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from langchain_core.tools import BaseTool, tool as as_tool
+from langchain_core.tools import BaseTool
+from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel
 
 SIDE_EFFECTS = "side_effects"

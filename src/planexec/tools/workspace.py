@@ -42,8 +42,10 @@ class Workspace:
             raise WorkspaceError("a path must not contain NUL characters")
         candidate = Path(relative)
         if candidate.is_absolute():
-            raise WorkspaceError(f"{relative!r}: absolute paths are not allowed; use a path "
-                                 "relative to the workspace")
+            raise WorkspaceError(
+                f"{relative!r}: absolute paths are not allowed; use a path "
+                "relative to the workspace"
+            )
         if ".." in candidate.parts:
             raise WorkspaceError(f"{relative!r}: '..' is not allowed in workspace paths")
         full = (self.root / candidate).resolve()
@@ -54,8 +56,9 @@ class Workspace:
             if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
                 raise WorkspaceError(f"{relative!r} is not a regular file or folder")
             if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-                raise WorkspaceError(f"{relative!r} is a hard link; it may lead outside the "
-                                     "workspace")
+                raise WorkspaceError(
+                    f"{relative!r} is a hard link; it may lead outside the workspace"
+                )
         elif must_exist:
             raise WorkspaceError(f"{relative!r} does not exist in the workspace")
         return full

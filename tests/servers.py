@@ -1,0 +1,89 @@
+"""Start real servers for tests: ``langgraph dev`` and PostgreSQL, on 127.0.0.1 only."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} did not answer in {timeout} s")
+
+
+@contextmanager
+def langgraph_dev(log: Path) -> Iterator[str]:
+    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL."""
+    port = free_port()
+    env = {
+        **os.environ,
+        "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+        "LANGGRAPH_NO_VERSION_CHECK": "1",
+        "LANGSMITH_TRACING": "false",
+    }
+    env.pop("OPENAI_API_KEY", None)
+    cli = Path(sys.executable).with_name("langgraph")
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [
+                str(cli),
+                "dev",
+                "--no-browser",
+                "--no-reload",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--config",
+                str(ROOT / "langgraph.json"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_http(f"{url}/ok", proc, timeout=90)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def find_pg_bin() -> Path | None:
+    """The folder of PostgreSQL's server programs (initdb, pg_ctl), if installed."""
+    for found in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (found / "initdb").exists():
+            return found
+    which = shutil.which("initdb")
+    return Path(which).parent if which else None
