@@ -1,0 +1,198 @@
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from planexec.cli import app
+from planexec.models import MISSING_KEY
+from tests.helpers import EXAMPLES, plan_of, sales_plan, step
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_DB", str(tmp_path / "runs.sqlite"))
+    return tmp_path
+
+
+def invoke(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), input=input)
+
+
+def thread_of(output: str) -> str:
+    return re.search(r"thread ([0-9a-f-]{36})", output).group(1)
+
+
+def script(path: Path, *replies: dict) -> str:
+    path.write_text(json.dumps(list(replies)))
+    return f"scripted:{path}"
+
+
+def test_demo_report_matches_pandas(env):
+    result = invoke("demo", "--yes", "--workspace", "demo")
+    assert result.exit_code == 0, result.output
+    assert "recorded" in result.output and "not planned live" in result.output
+    report = (env / "demo" / "output" / "report.md").read_text()
+    assert (env / "demo" / "output" / "revenue_trend.png").read_bytes()[:4] == b"\x89PNG"
+
+    raw = pd.read_csv(EXAMPLES / "sales.csv")
+    clean = raw.drop_duplicates(subset=["transaction_id"]).dropna(subset=["date", "revenue"])
+    monthly = clean.groupby(pd.to_datetime(clean["date"]).dt.to_period("M"))["revenue"].sum()
+    assert f"| total | {clean['revenue'].sum():,.2f} |" in report
+    assert f"| rows | {len(clean):,} |" in report
+    for period, value in monthly.items():
+        assert f"| {period} | {value:,.2f} |" in report
+    by_product = clean.groupby("product")["revenue"].sum()
+    for product, value in by_product.items():
+        assert f"| {product} | {value:,.2f} |" in report
+    december_growth = 100 * (monthly.iloc[-1] / monthly.iloc[-2] - 1)
+    assert f"| 2025-12 | {monthly.iloc[-1]:,.2f} | {december_growth:,.2f} |" in report
+    assert "Direction: **up**" in report
+    assert "![Sales trend report 2025](revenue_trend.png)" in report
+
+
+def test_run_task_with_data_and_yes(env):
+    planner = script(env / "p.json", {"tool_calls": [{"name": "Plan", "args": sales_plan()}]})
+    result = invoke(
+        "run",
+        "Analyze sales.csv",
+        "--data",
+        str(EXAMPLES / "sales.csv"),
+        "--yes",
+        "--planner-model",
+        planner,
+        "--workspace",
+        "ws",
+    )
+    assert result.exit_code == 0, result.output
+    assert "report.md" in result.output and (env / "ws" / "output" / "report.md").exists()
+
+
+def test_approve_at_the_prompt_and_show_and_threads(env):
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "hi"})))
+    )
+    result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", input="approve\n")
+    assert result.exit_code == 0, result.output
+    assert (env / "ws" / "a.txt").read_text() == "hi"
+    tid = thread_of(result.output)
+
+    shown = invoke("show", tid)
+    assert shown.exit_code == 0 and "write_file" in shown.output and "succeeded" in shown.output
+    as_json = json.loads(invoke("show", tid, "--json").stdout)
+    assert as_json["steps"]["1"]["status"] == "succeeded" and as_json["next"] == []
+    listed = invoke("threads", "--json")
+    assert tid in [row["thread_id"] for row in json.loads(listed.stdout)]
+
+
+def test_edit_in_the_editor(env, monkeypatch):
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "original"})))
+    )
+    editor = env / "editor.py"
+    editor.write_text(
+        "import json, sys\n"
+        "p = json.load(open(sys.argv[1]))\n"
+        "p['steps'][0]['args']['content'] = 'edited'\n"
+        "json.dump(p, open(sys.argv[1], 'w'))\n"
+    )
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", input="edit\n")
+    assert result.exit_code == 0, result.output
+    assert (env / "ws" / "a.txt").read_text() == "edited"
+
+
+def test_reject_with_feedback_then_approve(env):
+    first = plan_of(step(1, "write_file", {"path": "long.txt", "content": "long"}))
+    second = plan_of(step(1, "write_file", {"path": "short.txt", "content": "short"}))
+    planner = script(
+        env / "p.json",
+        {"match": "make it short", "tool_calls": [{"name": "Plan", "args": second}]},
+        {"tool_calls": [{"name": "Plan", "args": first}]},
+    )
+    result = invoke(
+        "run",
+        "write something",
+        "--planner-model",
+        planner,
+        "--workspace",
+        "ws",
+        input="reject\nmake it short\napprove\n",
+    )
+    assert result.exit_code == 0, result.output
+    assert (env / "ws" / "short.txt").exists() and not (env / "ws" / "long.txt").exists()
+
+
+def test_unanswered_prompt_pauses_and_resume_continues(env):
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "later"})))
+    )
+    paused = invoke("run", "--plan", str(plan_file), "--workspace", "ws", input="")
+    assert paused.exit_code == 1
+    assert "planexec resume" in paused.output and "Traceback" not in paused.output
+    tid = thread_of(paused.output)
+    assert not (env / "ws" / "a.txt").exists()
+    resumed = invoke("resume", tid, "--yes", "--json")
+    assert resumed.exit_code == 0, resumed.output
+    assert json.loads(resumed.stdout)["final"]["status"] == "succeeded"
+    assert (env / "ws" / "a.txt").read_text() == "later"
+
+
+def test_a_failed_run_exits_non_zero(env):
+    plan_file = env / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "read_file", {"path": "missing.txt"}))))
+    result = invoke(
+        "run", "--plan", str(plan_file), "--workspace", "ws", "--yes", "--max-replans", "0"
+    )
+    assert result.exit_code == 1
+    assert "does not exist in the workspace" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "x", "--data", "nope.csv", "--yes"], "data file nope.csv does not exist"),
+        (["run", "--plan", "missing.json"], "cannot read plan file missing.json"),
+        (["show", "00000000-0000-0000-0000-000000000000"], "no run with thread id"),
+        (["resume", "00000000-0000-0000-0000-000000000000"], "no run with thread id"),
+        (["run", "analyse things", "--yes"], MISSING_KEY),
+        (["run"], "give a TASK, or --plan"),
+    ],
+)
+def test_user_errors_are_one_line(env, args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) <= 3
+
+
+def test_invalid_plan_file_is_explained(env):
+    bad = env / "bad.json"
+    bad.write_text(json.dumps(plan_of(step(1, "no_such_tool"), step(2, "read_file", {}, [1]))))
+    result = invoke("run", "--plan", str(bad))
+    assert result.exit_code == 2
+    assert "unknown tool 'no_such_tool'" in result.output and "Traceback" not in result.output
+    (env / "broken.json").write_text("{oops")
+    assert "not valid JSON" in invoke("run", "--plan", "broken.json").output
+
+
+def test_postgres_urls_are_recognised_without_a_server(env):
+    result = invoke("show", "x", "--db", "postgresql://nobody@127.0.0.1:1/none")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def teardown_module():
+    shutil.rmtree(Path("planexec-runs"), ignore_errors=True)
