@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,3 +69,20 @@ def ctx(workspace: Path) -> Callable[..., Context]:
 def _no_api_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     yield
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server for the session (skips with the reason if it cannot start)."""
+    from tests.servers import postgres
+
+    try:
+        manager = postgres()
+        url = manager.__enter__()
+    except (FileNotFoundError, subprocess.CalledProcessError, KeyError) as exc:
+        detail = getattr(exc, "stderr", b"") or b""
+        pytest.skip(f"PostgreSQL is not available here: {exc} {detail.decode(errors='replace')}")
+    try:
+        yield url
+    finally:
+        manager.__exit__(None, None, None)

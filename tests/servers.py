@@ -87,3 +87,45 @@ def find_pg_bin() -> Path | None:
             return found
     which = shutil.which("initdb")
     return Path(which).parent if which else None
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    """Run a throwaway PostgreSQL on a free loopback port (Debian's server programs); yield its URL.
+
+    As root, the server runs as the ``postgres`` user (initdb refuses root).
+    """
+    import tempfile
+
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        raise FileNotFoundError("PostgreSQL's server programs are not installed "
+                                "(Debian: apt-get install postgresql)")
+    base = Path(tempfile.mkdtemp(prefix="planexec-pg-"))
+    data, sockets = base / "data", base / "sockets"
+    sockets.mkdir()
+    port = free_port()
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        import pwd
+
+        user = pwd.getpwnam("postgres")
+        for path in (base, sockets):
+            os.chown(path, user.pw_uid, user.pw_gid)
+        base.chmod(0o755)
+        prefix = ["runuser", "-u", "postgres", "--"]
+
+    def run(*args: str) -> None:
+        subprocess.run([*prefix, *args], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+
+    run(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w",
+        "start")
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                        "stop"], check=False, capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)

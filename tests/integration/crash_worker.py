@@ -1,6 +1,10 @@
-"""A planexec run in its own process, for the kill-and-resume tests.
+"""A planexec run in its own process, for the kill-and-resume and multi-worker tests.
 
-python -m tests.integration.crash_worker start|resume DB WORKSPACE THREAD SCRIPT MODE
+python -m tests.integration.crash_worker ACTION DB WORKSPACE THREADS SCRIPT MODE
+
+ACTION: start (plan, approve, run), plan (stop at approval), approve (approve and run),
+resume (continue). THREADS: comma-separated thread ids. DB: a SQLite file or a postgresql://
+URL. MODE: sync or async.
 """
 
 from __future__ import annotations
@@ -9,7 +13,10 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from langchain_core.tools import tool
 from langgraph.types import Command
@@ -29,47 +36,72 @@ def append_line(label: str, seconds: float) -> dict:
     return {"label": label}
 
 
-def main() -> None:
-    action, db, workspace, thread_id, script, mode = sys.argv[1:7]
-    context = Context(planner_model=f"scripted:{script}", workspace=workspace)
-    config = {"configurable": {"thread_id": thread_id}}
-    registry = ToolRegistry([append_line])
+@contextmanager
+def sync_saver(db: str) -> Iterator[Any]:
+    if db.startswith("postgresql://"):
+        from langgraph.checkpoint.postgres import PostgresSaver
 
-    if mode == "sync":
+        with PostgresSaver.from_conn_string(db) as saver:
+            saver.setup()
+            yield saver
+    else:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         with SqliteSaver.from_conn_string(db) as saver:
-            graph = build_graph(checkpointer=saver, tools=registry)
-            if action == "start":
-                graph.invoke({"task": "crash test"}, config, context=context)
-                out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
-            else:
-                out = graph.invoke(None, config, context=context)
+            yield saver
+
+
+@asynccontextmanager
+async def async_saver(db: str) -> AsyncIterator[Any]:
+    if db.startswith("postgresql://"):
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+        async with AsyncPostgresSaver.from_conn_string(db) as saver:
+            await saver.setup()
+            yield saver
     else:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        async def run() -> dict:
-            async with AsyncSqliteSaver.from_conn_string(db) as saver:
-                graph = build_graph(checkpointer=saver, tools=registry)
-                if action == "start":
-                    await graph.ainvoke({"task": "crash test"}, config, context=context)
-                    return await graph.ainvoke(
-                        Command(resume={"action": "approve"}), config, context=context
-                    )
-                return await graph.ainvoke(None, config, context=context)
+        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+            yield saver
 
-        out = asyncio.run(run())
-    Path(workspace, "result.json").write_text(
-        json.dumps(
-            {
-                "final": out["final"],
-                "steps": {
-                    k: {"status": v["status"], "output": v["output"]}
-                    for k, v in out["steps"].items()
-                },
-            }
-        )
-    )
+
+def inputs(action: str) -> list[Any]:
+    approve = Command(resume={"action": "approve"})
+    return {"start": [{"task": "crash test"}, approve], "plan": [{"task": "crash test"}],
+            "approve": [approve], "resume": [None]}[action]
+
+
+def save(workspace: str, thread_id: str, out: dict) -> None:
+    Path(workspace, f"result-{thread_id}.json").write_text(json.dumps(
+        {"final": out.get("final"), "steps": {k: {"status": v["status"], "output": v.get("output")}
+                                              for k, v in out.get("steps", {}).items()}}))
+
+
+def main() -> None:
+    action, db, workspace, threads, script, mode = sys.argv[1:7]
+    context = Context(planner_model=f"scripted:{script}", workspace=workspace)
+    registry = ToolRegistry([append_line])
+    if mode == "sync":
+        with sync_saver(db) as saver:
+            graph = build_graph(checkpointer=saver, tools=registry)
+            for tid in threads.split(","):
+                config = {"configurable": {"thread_id": tid}}
+                for payload in inputs(action):
+                    out = graph.invoke(payload, config, context=context)
+                save(workspace, tid, out)
+        return
+
+    async def run() -> None:
+        async with async_saver(db) as saver:
+            graph = build_graph(checkpointer=saver, tools=registry)
+            for tid in threads.split(","):
+                config = {"configurable": {"thread_id": tid}}
+                for payload in inputs(action):
+                    out = await graph.ainvoke(payload, config, context=context)
+                save(workspace, tid, out)
+
+    asyncio.run(run())
 
 
 if __name__ == "__main__":

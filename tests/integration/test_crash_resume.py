@@ -1,3 +1,5 @@
+"""Kill a run with SIGKILL mid-execution, resume it in a new process: nothing finished runs twice."""
+
 from __future__ import annotations
 
 import json
@@ -16,31 +18,18 @@ from tests.helpers import ROOT, plan_of, step
 PLAN = plan_of(
     step(1, "append_line", {"label": "one", "seconds": 0.05}),
     step(2, "append_line", {"label": "two", "seconds": 0.05}, [1]),
-    step(3, "append_line", {"label": "three", "seconds": 2.5}),
-    step(4, "append_line", {"label": "four", "seconds": 2.5}, [2]),
+    step(3, "append_line", {"label": "three", "seconds": 1.5}),
+    step(4, "append_line", {"label": "four", "seconds": 1.5}, [2]),
     step(5, "append_line", {"label": "five after $3.label and $4.label", "seconds": 0.05}, [3, 4]),
 )
 
 
-def worker(action: str, db: str, ws: Path, thread_id: str, script: Path, mode: str):
+def worker(action: str, db: str, ws: Path, threads: str, script: Path, mode: str):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.integration.crash_worker",
-            action,
-            db,
-            str(ws),
-            thread_id,
-            str(script),
-            mode,
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+        [sys.executable, "-m", "tests.integration.crash_worker", action, db, str(ws), threads,
+         str(script), mode],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
 
 
@@ -49,25 +38,37 @@ def lines(ws: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def run_to_end(action, db, ws, thread_id, script, mode) -> dict:
-    proc = worker(action, db, ws, thread_id, script, mode)
+def finish(proc: subprocess.Popen) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    return json.loads((ws / "result.json").read_text())
+
+
+def result(ws: Path, thread_id: str) -> dict:
+    return json.loads((ws / f"result-{thread_id}.json").read_text())
+
+
+@pytest.fixture
+def script(tmp_path) -> Path:
+    path = tmp_path / "planner.json"
+    path.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": PLAN}]}]))
+    return path
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request, tmp_path):
+    if request.param == "sqlite":
+        return lambda name: str(tmp_path / f"{name}.db")
+    url = request.getfixturevalue("postgres_url")
+    return lambda name: url
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, mode):
-    script = tmp_path / "planner.json"
-    script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": PLAN}]}]))
+def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, script, db, mode):
+    reference_ws, reference_tid = tmp_path / "reference", str(uuid.uuid4())
+    finish(worker("start", db("reference"), reference_ws, reference_tid, script, mode))
 
-    reference_ws = tmp_path / "reference"
-    reference = run_to_end(
-        "start", str(tmp_path / "ref.db"), reference_ws, str(uuid.uuid4()), script, mode
-    )
-
-    ws, db, thread_id = tmp_path / "ws", str(tmp_path / "runs.db"), str(uuid.uuid4())
-    proc = worker("start", db, ws, thread_id, script, mode)
+    ws, thread_id = tmp_path / "ws", str(uuid.uuid4())
+    proc = worker("start", db("runs"), ws, thread_id, script, mode)
     deadline = time.time() + 60
     while lines(ws) != ["one", "two"]:
         assert proc.poll() is None, proc.communicate()
@@ -78,7 +79,25 @@ def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, mode):
     proc.wait()
     assert lines(ws) == ["one", "two"]
 
-    resumed = run_to_end("resume", db, ws, thread_id, script, mode)
-    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
-    assert resumed == reference
-    assert resumed["final"]["status"] == "succeeded"
+    finish(worker("resume", db("runs"), ws, thread_id, script, mode))
+    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four",
+                                        "five after three and four"])
+    assert result(ws, thread_id) == result(reference_ws, reference_tid)
+    assert result(ws, thread_id)["final"]["status"] == "succeeded"
+
+
+def test_worker_processes_sharing_postgres_resume_any_thread(tmp_path, script, postgres_url):
+    ids = [str(uuid.uuid4()) for _ in range(4)]
+    workspaces = {tid: tmp_path / tid for tid in ids}
+    for tid in ids:  # one process plans all four and stops at their approvals
+        finish(worker("plan", postgres_url, workspaces[tid], tid, script, "async"))
+    # two other processes, at the same time, each approve and run threads the first one made
+    procs = []
+    for group in (ids[0::2], ids[1::2]):
+        for tid in group:
+            procs.append(worker("approve", postgres_url, workspaces[tid], tid, script, "async"))
+    for proc in procs:
+        finish(proc)
+    for tid in ids:
+        assert result(workspaces[tid], tid)["final"]["status"] == "succeeded"
+        assert len(lines(workspaces[tid])) == 5
