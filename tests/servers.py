@@ -99,8 +99,9 @@ def postgres() -> Iterator[str]:
 
     bin_dir = find_pg_bin()
     if bin_dir is None:
-        raise FileNotFoundError("PostgreSQL's server programs are not installed "
-                                "(Debian: apt-get install postgresql)")
+        raise FileNotFoundError(
+            "PostgreSQL's server programs are not installed (Debian: apt-get install postgresql)"
+        )
     base = Path(tempfile.mkdtemp(prefix="planexec-pg-"))
     data, sockets = base / "data", base / "sockets"
     sockets.mkdir()
@@ -116,16 +117,29 @@ def postgres() -> Iterator[str]:
         prefix = ["runuser", "-u", "postgres", "--"]
 
     def run(*args: str) -> None:
-        subprocess.run([*prefix, *args], check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE)
+        subprocess.run(
+            [*prefix, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
 
     run(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
     options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-    run(str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(base / "log"), "-w",
-        "start")
+    run(
+        str(bin_dir / "pg_ctl"),
+        "-D",
+        str(data),
+        "-o",
+        options,
+        "-l",
+        str(base / "log"),
+        "-w",
+        "start",
+    )
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                        "stop"], check=False, capture_output=True)
+        subprocess.run(
+            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            check=False,
+            capture_output=True,
+        )
         shutil.rmtree(base, ignore_errors=True)

@@ -18,7 +18,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +50,10 @@ class DependencyGate:
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
 
     def publish(self, step_id: int, outcome: dict[str, Any]) -> None:
-        """Record a step's outcome and wake whoever waits for it."""
+        """Record a step's outcome (the first one wins) and wake whoever waits for it."""
         with self._cond:
+            if step_id in self._outcomes:
+                return
             self._outcomes[step_id] = outcome
             self._cond.notify_all()
             waiters = self._waiters.pop(step_id, [])
@@ -180,7 +181,16 @@ def summarize(output: Any, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
+def is_reference(output: Any) -> bool:
+    """Say whether an output in state is a reference to a file holding the real output."""
+    return (
+        isinstance(output, dict)
+        and REF_KEY in output
+        and set(output) <= {REF_KEY, "bytes", "preview"}
+    )
+
+
+async def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
     """Keep a small output as is; write a large one to the workspace and keep a reference."""
     text = json.dumps(value, ensure_ascii=False)
     size = len(text.encode("utf-8"))
@@ -189,22 +199,17 @@ def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
     if size <= round_.context.inline_output_limit:
         return value
     relative = f".planexec/outputs/{round_.run_id}/v{round_.plan['version']}-step{step_id}.json"
-    path = round_.workspace.prepare_output(relative)
-    path.write_text(text, encoding="utf-8")
+
+    def write() -> None:
+        round_.workspace.prepare_output(relative).write_text(text, encoding="utf-8")
+
+    await _in_daemon_thread(write)  # file I/O stays off the event loop
     return {REF_KEY: relative, "bytes": size, "preview": summarize(value, 200)}
-
-
-def _keep(value: Any, round_: ExecutionRound, step_id: int) -> Any:
-    return store_output(jsonable(value), round_, step_id)
 
 
 def load_output(output: Any, workspace: Workspace) -> Any:
     """Return a step's full output, reading it back from the workspace if it was stored there."""
-    if (
-        isinstance(output, dict)
-        and REF_KEY in output
-        and set(output) <= {REF_KEY, "bytes", "preview"}
-    ):
+    if is_reference(output):
         path: Path = workspace.resolve(output[REF_KEY], must_exist=True)
         return json.loads(path.read_text(encoding="utf-8"))
     return output
@@ -335,9 +340,11 @@ async def execute_step(
     try:
         referenced = {ref for ref, _ in iter_references(step["args"])} | set(step["depends_on"])
         needed = {d: deps[d]["output"] for d in sorted(referenced & set(deps))}
-        inputs: dict[int, Any] = await _in_daemon_thread(
-            lambda: {d: load_output(out, round_.workspace) for d, out in needed.items()}
-        )
+        inputs: dict[int, Any] = dict(needed)
+        if any(is_reference(out) for out in needed.values()):  # read files off the event loop
+            inputs = await _in_daemon_thread(
+                lambda: {d: load_output(out, round_.workspace) for d, out in needed.items()}
+            )
         args = resolve_references(step["args"], inputs)
     except (ReferenceError_, ToolError, OSError, ValueError) as exc:
         error = f"cannot resolve arguments: {exc}"
@@ -361,7 +368,7 @@ async def execute_step(
                 else:
                     work = call_tool(round_.tools.get(step["tool"]), args, config)
                 value = await asyncio.wait_for(work, ctx.step_timeout)
-            output = await _in_daemon_thread(partial(_keep, value, round_, sid))
+            output = await store_output(jsonable(value), round_, sid)
         except TRANSIENT as exc:
             error = _describe_error(exc)
             if attempts < ctx.step_max_attempts:
@@ -399,11 +406,15 @@ def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
     async def acquire() -> None:
         sem.acquire()  # this loop is the step's own: blocking it delays nothing else
 
-    return asyncio.run(execute_step(step, deps, round_, acquire, sem.release))
+    result = asyncio.run(execute_step(step, deps, round_, acquire, sem.release))
+    round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
+    return result
 
 
 async def run_step_async(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
     """Body of the async step task: await dependencies on the loop, then run the step."""
     deps = await round_.gate.wait_async(step["depends_on"])
     sem = round_.loop_slots()
-    return await execute_step(step, deps, round_, sem.acquire, sem.release)
+    result = await execute_step(step, deps, round_, sem.acquire, sem.release)
+    round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
+    return result

@@ -68,14 +68,26 @@ async def async_saver(db: str) -> AsyncIterator[Any]:
 
 def inputs(action: str) -> list[Any]:
     approve = Command(resume={"action": "approve"})
-    return {"start": [{"task": "crash test"}, approve], "plan": [{"task": "crash test"}],
-            "approve": [approve], "resume": [None]}[action]
+    return {
+        "start": [{"task": "crash test"}, approve],
+        "plan": [{"task": "crash test"}],
+        "approve": [approve],
+        "resume": [None],
+    }[action]
 
 
 def save(workspace: str, thread_id: str, out: dict) -> None:
-    Path(workspace, f"result-{thread_id}.json").write_text(json.dumps(
-        {"final": out.get("final"), "steps": {k: {"status": v["status"], "output": v.get("output")}
-                                              for k, v in out.get("steps", {}).items()}}))
+    Path(workspace, f"result-{thread_id}.json").write_text(
+        json.dumps(
+            {
+                "final": out.get("final"),
+                "steps": {
+                    k: {"status": v["status"], "output": v.get("output")}
+                    for k, v in out.get("steps", {}).items()
+                },
+            }
+        )
+    )
 
 
 def main() -> None:

@@ -27,9 +27,22 @@ PLAN = plan_of(
 def worker(action: str, db: str, ws: Path, threads: str, script: Path, mode: str):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
-        [sys.executable, "-m", "tests.integration.crash_worker", action, db, str(ws), threads,
-         str(script), mode],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "tests.integration.crash_worker",
+            action,
+            db,
+            str(ws),
+            threads,
+            str(script),
+            mode,
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -80,8 +93,7 @@ def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, script,
     assert lines(ws) == ["one", "two"]
 
     finish(worker("resume", db("runs"), ws, thread_id, script, mode))
-    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four",
-                                        "five after three and four"])
+    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
     assert result(ws, thread_id) == result(reference_ws, reference_tid)
     assert result(ws, thread_id)["final"]["status"] == "succeeded"
 

@@ -33,15 +33,17 @@ def saver_of(kind, request, tmp_path):
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
-def test_fork_from_the_approval_with_an_edited_plan(kind, durability, request, tmp_path,
-                                                      use_models, ctx):
+def test_fork_from_the_approval_with_an_edited_plan(
+    kind, durability, request, tmp_path, use_models, ctx
+):
     use_models(planner=scripted(plan_reply(plan_of(step(1, "echo", {"text": "original"})))))
     with saver_of(kind, request, tmp_path) as saver:
         graph = build_graph(checkpointer=saver, tools=ToolRegistry([echo]))
         config = thread()
         graph.invoke({"task": "t"}, config, context=ctx(), durability=durability)
-        done = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx(),
-                            durability=durability)
+        done = graph.invoke(
+            Command(resume={"action": "approve"}), config, context=ctx(), durability=durability
+        )
         assert done["steps"]["1"]["output"] == "original"
         original_head = graph.get_state(config)
 
@@ -50,8 +52,12 @@ def test_fork_from_the_approval_with_an_edited_plan(kind, durability, request, t
         edited = plan_of(step(1, "echo", {"text": "forked"}))
         fork = graph.update_state(at_approval.config, None, as_node="planner")  # a new branch
         assert graph.get_state(fork).next == ("approval",)
-        forked = graph.invoke(Command(resume={"action": "edit", "plan": edited}), fork,
-                              context=ctx(), durability=durability)
+        forked = graph.invoke(
+            Command(resume={"action": "edit", "plan": edited}),
+            fork,
+            context=ctx(),
+            durability=durability,
+        )
         assert forked["steps"]["1"]["output"] == "forked"
         assert graph.get_state(config).values["steps"]["1"]["output"] == "forked"
         still = graph.get_state(original_head.config)

@@ -1,0 +1,155 @@
+"""Shared pieces of the benchmarks: tools with controlled latency, DAGs, and timed runs."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import tempfile
+import time
+import uuid
+from typing import Any
+
+from langchain_core.tools import tool
+
+from planexec import Context, build_graph
+from planexec.plan import to_doc, validate_plan
+from planexec.state import StepRecord
+from planexec.tools import ToolRegistry
+
+
+@tool
+async def wait(seconds: float) -> float:
+    """Sleep for the given seconds (asynchronously); return them."""
+    if seconds:
+        await asyncio.sleep(seconds)
+    return seconds
+
+
+@tool
+def wait_sync(seconds: float) -> float:
+    """Sleep for the given seconds (blocking); return them."""
+    if seconds:
+        time.sleep(seconds)
+    return seconds
+
+
+TOOLS = ToolRegistry([wait, wait_sync])
+
+
+def random_dag(
+    n: int, seed: int, tool_name: str = "wait"
+) -> tuple[dict[str, Any], dict[int, float]]:
+    """A random DAG plan: each step depends on 0-3 earlier ones; latencies 10-60 ms, 10% 150-300 ms."""
+    rng = random.Random(seed)
+    steps, latency = [], {}
+    for i in range(1, n + 1):
+        lat = rng.uniform(0.15, 0.30) if rng.random() < 0.1 else rng.uniform(0.01, 0.06)
+        latency[i] = round(lat, 4)
+        window = list(range(max(1, i - 30), i))
+        deps = sorted(rng.sample(window, k=min(len(window), rng.randint(0, 3))))
+        steps.append(
+            {
+                "id": i,
+                "tool": tool_name,
+                "args": {"seconds": latency[i]},
+                "description": f"step {i}",
+                "depends_on": deps,
+                "expected_output": "",
+            }
+        )
+    return {"goal": f"random DAG of {n}", "steps": steps}, latency
+
+
+def critical_path(plan: dict[str, Any], latency: dict[int, float]) -> float:
+    """Length of the longest dependency chain: the lower bound on any executor's makespan."""
+    finish: dict[int, float] = {}
+    for step in plan["steps"]:
+        finish[step["id"]] = latency[step["id"]] + max(
+            (finish[d] for d in step["depends_on"]), default=0
+        )
+    return max(finish.values())
+
+
+def levels(plan: dict[str, Any]) -> list[list[int]]:
+    """Group steps by depth (what a superstep-per-level executor runs together)."""
+    depth: dict[int, int] = {}
+    for step in plan["steps"]:
+        depth[step["id"]] = 1 + max((depth[d] for d in step["depends_on"]), default=-1)
+    out: list[list[int]] = [[] for _ in range(max(depth.values()) + 1)]
+    for sid, d in depth.items():
+        out[d].append(sid)
+    return out
+
+
+def context(**overrides: Any) -> Context:
+    base: dict[str, Any] = dict(
+        workspace=tempfile.mkdtemp(prefix="planexec-bench-"),
+        approval="never",
+        max_steps=5000,
+        max_parallel_steps=5000,
+        planner_model="scripted:none",
+    )
+    base.update(overrides)
+    return Context(**base)
+
+
+def seed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: Context) -> None:
+    """Put a plan into a thread as if the planner had made it (no model call)."""
+    doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
+    graph.update_state(
+        config,
+        {
+            "task": plan["goal"],
+            "plan": doc,
+            "steps": {str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]},
+        },
+        as_node="planner",
+    )
+
+
+async def aseed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: Context) -> None:
+    doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
+    await graph.aupdate_state(
+        config,
+        {
+            "task": plan["goal"],
+            "plan": doc,
+            "steps": {str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]},
+        },
+        as_node="planner",
+    )
+
+
+def new_config() -> dict[str, Any]:
+    return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+def step_span(values: dict[str, Any]) -> float:
+    """Executor makespan: first step start to last step end."""
+    recs = [r for r in values["steps"].values() if r.get("started_at")]
+    return max(r["ended_at"] for r in recs) - min(r["started_at"] for r in recs)
+
+
+def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+    line = lambda r: (
+        "| " + " | ".join(str(x).rjust(w) for x, w in zip(r, widths, strict=False)) + " |"
+    )  # noqa: E731
+    out = [f"\n{title}", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out += [line(r) for r in rows]
+    return "\n".join(out)
+
+
+__all__ = [
+    "TOOLS",
+    "aseed",
+    "build_graph",
+    "context",
+    "critical_path",
+    "levels",
+    "new_config",
+    "random_dag",
+    "seed",
+    "step_span",
+    "table",
+]
