@@ -39,7 +39,7 @@ TOOLS = ToolRegistry([wait, wait_sync])
 def random_dag(
     n: int, seed: int, tool_name: str = "wait"
 ) -> tuple[dict[str, Any], dict[int, float]]:
-    """A random DAG plan: each step depends on 0-3 earlier ones; latencies 10-60 ms, 10% 150-300 ms."""
+    """Make a random DAG plan: 0-3 dependencies a step; 10-60 ms steps, 10% of 150-300 ms."""
     rng = random.Random(seed)
     steps, latency = [], {}
     for i in range(1, n + 1):
@@ -132,7 +132,8 @@ def step_span(values: dict[str, Any]) -> float:
 
 def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
-    line = lambda r: (
+    def line(row: list[Any]) -> str:
+        return "| " + " | ".join(str(x).rjust(w) for x, w in zip(row, widths, strict=False)) + " |"
         "| " + " | ".join(str(x).rjust(w) for x, w in zip(r, widths, strict=False)) + " |"
     )  # noqa: E731
     out = [f"\n{title}", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]

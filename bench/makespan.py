@@ -1,4 +1,4 @@
-"""Executor makespan against the DAG's critical path, a level-by-level baseline and a sequential one.
+"""Executor makespan against the critical path, a level-by-level and a sequential baseline.
 
 Run: python bench/makespan.py
 """
@@ -12,8 +12,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-
 from common import (
     TOOLS,
     aseed,
@@ -26,6 +24,7 @@ from common import (
     step_span,
     table,
 )
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 
 async def planexec_makespan(plan, ctx) -> tuple[float, float]:
@@ -72,7 +71,8 @@ async def main() -> None:
         )
     print(
         table(
-            "Makespan / critical path (async, in-memory saver; random DAGs, 10-60 ms steps, 10% 150-300 ms)",
+            "Makespan / critical path (async, in-memory saver; random DAGs, "
+            "10-60 ms steps, 10% 150-300 ms)",
             [
                 "steps",
                 "critical path s",

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import shutil
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any

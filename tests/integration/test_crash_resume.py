@@ -1,4 +1,4 @@
-"""Kill a run with SIGKILL mid-execution, resume it in a new process: nothing finished runs twice."""
+"""Kill a run with SIGKILL mid-execution, resume it elsewhere: nothing finished runs twice."""
 
 from __future__ import annotations
 
