@@ -132,10 +132,10 @@ def step_span(values: dict[str, Any]) -> float:
 
 def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=False)]
+
     def line(row: list[Any]) -> str:
         return "| " + " | ".join(str(x).rjust(w) for x, w in zip(row, widths, strict=False)) + " |"
-        "| " + " | ".join(str(x).rjust(w) for x, w in zip(r, widths, strict=False)) + " |"
-    )  # noqa: E731
+
     out = [f"\n{title}", line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
     out += [line(r) for r in rows]
     return "\n".join(out)
