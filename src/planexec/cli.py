@@ -32,6 +32,7 @@ from rich.tree import Tree
 from planexec.context import Context
 from planexec.errors import PlanexecError
 from planexec.graph import build_graph
+from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.state import PlanDoc, StepRecord
 from planexec.tools import default_registry
@@ -79,18 +80,11 @@ async def open_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     async with AsyncExitStack() as stack:
         try:
             if db.startswith(("postgres://", "postgresql://")):
-                from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-
-                pg = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(db))
-                await pg.setup()
-                saver: BaseCheckpointSaver[Any] = pg
-            else:
-                from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-                Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
-                saver = await stack.enter_async_context(
-                    AsyncSqliteSaver.from_conn_string(str(Path(db).expanduser()))
+                saver: BaseCheckpointSaver[Any] = await stack.enter_async_context(
+                    async_postgres_saver(db)
                 )
+            else:
+                saver = await stack.enter_async_context(async_sqlite_saver(db))
         except (ImportError, OSError, sqlite3.Error, psycopg.Error) as exc:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             raise UserError(f"cannot open the run database {redact(db)}: {reason}") from None

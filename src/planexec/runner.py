@@ -11,12 +11,13 @@ for the steps it depends on, so a step starts as soon as its own dependencies ar
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import json
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,7 @@ REF_KEY = "$ref"
 
 
 class DependencyGate:
-    """Outcomes of finished steps, awaitable from threads and from event loops alike."""
+    """Outcomes of finished steps, awaitable from any event loop, published from any thread."""
 
     def __init__(self, known: dict[int, dict[str, Any]]) -> None:
         """Start with the outcomes of steps finished in earlier rounds."""
@@ -59,12 +60,6 @@ class DependencyGate:
             waiters = self._waiters.pop(step_id, [])
         for fut in waiters:
             fut.get_loop().call_soon_threadsafe(_resolve, fut)
-
-    def wait(self, ids: list[int]) -> dict[int, dict[str, Any]]:
-        """Block until every step in ``ids`` has an outcome; return them."""
-        with self._cond:
-            self._cond.wait_for(lambda: all(i in self._outcomes for i in ids))
-            return {i: self._outcomes[i] for i in ids}
 
     async def wait_async(self, ids: list[int]) -> dict[int, dict[str, Any]]:
         """Await every step in ``ids`` without holding a thread; return their outcomes."""
@@ -98,23 +93,69 @@ class ExecutionRound:
     run_id: str
     gate: DependencyGate
     allowed_tools: list[str]
-    _thread_slots: threading.BoundedSemaphore = field(init=False)
-    _loop_slots: dict[int, asyncio.Semaphore] = field(default_factory=dict, init=False)
+    _slots: asyncio.Semaphore | None = field(default=None, init=False)
+    _steps_loop: StepLoop | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
-    def __post_init__(self) -> None:
-        """Create the limit on steps running at once."""
-        self._thread_slots = threading.BoundedSemaphore(max(1, self.context.max_parallel_steps))
+    def slots(self) -> asyncio.Semaphore:
+        """Return the limit on steps running at once (steps of a round share one event loop)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.context.max_parallel_steps))
+        return self._slots
 
-    def loop_slots(self) -> asyncio.Semaphore:
-        """Return the running event loop's limit on steps running at once."""
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._loop_slots:
-            self._loop_slots[loop_id] = asyncio.Semaphore(max(1, self.context.max_parallel_steps))
-        return self._loop_slots[loop_id]
+    def steps_loop(self) -> StepLoop:
+        """Return the event loop thread that runs this round's steps for sync callers."""
+        with self._lock:
+            if self._steps_loop is None:
+                self._steps_loop = StepLoop()
+            return self._steps_loop
 
-    def thread_slots(self) -> threading.BoundedSemaphore:
-        """Return the limit on steps running at once, for worker threads."""
-        return self._thread_slots
+    def close(self) -> None:
+        """Stop the sync callers' event loop thread, if one was started."""
+        with self._lock:
+            if self._steps_loop is not None:
+                self._steps_loop.close()
+                self._steps_loop = None
+
+
+class StepLoop:
+    """An event loop in a daemon thread: sync step tasks hand their step to it and wait."""
+
+    def __init__(self) -> None:
+        """Start the loop's thread."""
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, daemon=True, name="planexec-steps"
+        )
+        self._thread.start()
+
+    def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        """Run a coroutine on the loop, in the caller's context (config, stream writer); block."""
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        ctx = contextvars.copy_context()
+
+        def start() -> None:
+            task = self.loop.create_task(make(), context=ctx)
+            task.add_done_callback(lambda t: _copy_outcome(t, done))
+
+        self.loop.call_soon_threadsafe(start)
+        return done.result()
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+def _copy_outcome(task: asyncio.Task[Any], done: concurrent.futures.Future[Any]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())
+    else:
+        done.set_result(task.result())
 
 
 def now() -> float:
@@ -399,22 +440,15 @@ async def execute_step(
 
 
 def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
-    """Body of the sync step task: wait in this worker thread, then run the step."""
-    deps = round_.gate.wait(step["depends_on"])
-    sem = round_.thread_slots()
-
-    async def acquire() -> None:
-        sem.acquire()  # this loop is the step's own: blocking it delays nothing else
-
-    result = asyncio.run(execute_step(step, deps, round_, acquire, sem.release))
-    round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
+    """Body of the sync step task: run the async step on the round's loop thread and wait."""
+    result: dict[str, Any] = round_.steps_loop().run(lambda: run_step_async(step, round_))
     return result
 
 
 async def run_step_async(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
     """Body of the async step task: await dependencies on the loop, then run the step."""
     deps = await round_.gate.wait_async(step["depends_on"])
-    sem = round_.loop_slots()
+    sem = round_.slots()
     result = await execute_step(step, deps, round_, sem.acquire, sem.release)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
     return result

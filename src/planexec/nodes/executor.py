@@ -115,7 +115,10 @@ def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dic
     futures = [run_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))
-    concurrent.futures.wait(futures)
+    try:
+        concurrent.futures.wait(futures)
+    finally:
+        round_.close()
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
 
 
