@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import TOOLS, build_graph, context, new_config, random_dag, seed, table  # noqa: E402
+
 from planexec.persistence import sqlite_saver  # noqa: E402
 
 

@@ -19,9 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import new_config, table  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
-from common import new_config, table  # noqa: E402
 from planexec import Context, build_graph, default_registry, models, use_workspace  # noqa: E402
 from planexec.nodes.planner import planner_messages  # noqa: E402
 from planexec.plan import resolve_references  # noqa: E402

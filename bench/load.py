@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import TOOLS, aseed, build_graph, context, new_config, table  # noqa: E402
+
 from planexec.persistence import async_postgres_saver, async_sqlite_saver  # noqa: E402
 
 
