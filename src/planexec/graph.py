@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -38,6 +38,11 @@ def is_transient_model_error(exc: Exception) -> bool:
         ),
     )
 
+
+# Each step task waits for its dependencies in a worker thread under sync ``invoke``; LangGraph
+# sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how many steps
+# run at once. Threads are made only as tasks need them. Callers' own values take precedence.
+RUN_DEFAULTS: RunnableConfig = {"max_concurrency": 1024, "recursion_limit": 200}
 
 MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient_model_error)
 
@@ -77,7 +82,8 @@ def build_graph(
     builder.add_conditional_edges("evaluator", routing.after_evaluator)
     builder.add_conditional_edges("replanner", routing.after_replanner)
     builder.set_finish_point("finalizer")
-    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    return compiled.with_config(RUN_DEFAULTS)
 
 
 graph = build_graph()
