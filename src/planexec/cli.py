@@ -487,7 +487,7 @@ async def _show(thread_id: str, db: str, session: Session) -> int:
                 rec.get("status", ""),
                 str(rec.get("attempts", 0)),
                 f"{took:.2f}" if took is not None else "-",
-                rec.get("error") or rec.get("summary", ""),
+                (rec.get("error") or rec.get("summary", ""))[:120],
             )
         out.print(timings)
     for rev in values.get("revisions", []):

@@ -60,8 +60,11 @@ def finalize(state: State) -> dict[str, Any]:
     lines = []
     for sink in sinks:
         output = records[str(sink["id"])].get("output")
+        made = _artifacts(output)
         if isinstance(output, str):
             lines.append(output)
+        elif made:
+            lines.append(f"Step {sink['id']} ({sink['description']}) wrote {', '.join(made)}")
         else:
             lines.append(
                 f"Step {sink['id']} ({sink['description']}): "
