@@ -13,7 +13,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext, redirect_stdout
 from dataclasses import asdict, fields
 from importlib import resources
 from pathlib import Path
@@ -223,13 +223,15 @@ async def drive(
     payload = first
     while True:
         request = None
-        async for mode, chunk in graph.astream(
-            payload, config, context=context, stream_mode=["custom", "updates"]
-        ):
-            if mode == "custom":
-                session.progress(chunk)
-            elif "__interrupt__" in chunk:
-                request = chunk["__interrupt__"][0].value
+        # with --json, stdout carries only the result: whatever tools print goes to stderr
+        with redirect_stdout(sys.stderr) if session.as_json else nullcontext():
+            async for mode, chunk in graph.astream(
+                payload, config, context=context, stream_mode=["custom", "updates"]
+            ):
+                if mode == "custom":
+                    session.progress(chunk)
+                elif "__interrupt__" in chunk:
+                    request = chunk["__interrupt__"][0].value
         if request is None:
             break
         payload = Command(resume=session.decide(request))

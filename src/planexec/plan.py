@@ -131,6 +131,15 @@ def resolve_references(value: Any, outputs: dict[int, Any]) -> Any:
     return value
 
 
+def _json_clean(data: Any) -> Any:
+    """Return plain JSON data: no NaN, no non-JSON objects, lone surrogates replaced."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
+        return json.loads(text.encode("utf-8", "replace"))
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise PlanValidationError([f"not JSON data: {exc}"]) from None
+
+
 def _format_pydantic_errors(exc: ValidationError, prefix: str = "") -> list[str]:
     errors = []
     for err in exc.errors(include_url=False):
@@ -179,8 +188,9 @@ def validate_plan(
     if isinstance(data, str):
         try:
             data = json.loads(data)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise PlanValidationError([f"not valid JSON: {exc}"]) from None
+    data = _json_clean(data)
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:

@@ -32,6 +32,7 @@ from planexec import models, prompts
 from planexec.context import Context
 from planexec.errors import ToolError, TransientToolError
 from planexec.plan import ReferenceError_, iter_references, resolve_references
+from planexec.secrets import redact
 from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
@@ -174,7 +175,7 @@ def outcome(
     error: str | None = None,
     usage: dict[str, RoleUsage] | None = None,
 ) -> dict[str, Any]:
-    """Build the JSON record a step task returns (and the checkpoint keeps)."""
+    """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed."""
     return {
         "id": step_id,
         "status": status,
@@ -182,8 +183,8 @@ def outcome(
         "started_at": started_at,
         "ended_at": now() if status != "skipped" else None,
         "output": output,
-        "summary": summary,
-        "error": error,
+        "summary": redact(summary),
+        "error": redact(error),
         "usage": usage or {},
     }
 
@@ -368,7 +369,11 @@ async def execute_step(
 ) -> dict[str, Any]:
     """Run one step whose dependencies have all finished; never raises."""
     sid = step["id"]
-    write = get_stream_writer()
+    raw_write = get_stream_writer()
+
+    def write(event: dict[str, Any]) -> None:
+        raw_write(redact(event))
+
     broken = [d for d in step["depends_on"] if deps[d]["status"] != "succeeded"]
     if broken:
         reason = ", ".join(f"step {d} {deps[d]['status']}" for d in broken)
@@ -409,7 +414,7 @@ async def execute_step(
                 else:
                     work = call_tool(round_.tools.get(step["tool"]), args, config)
                 value = await asyncio.wait_for(work, ctx.step_timeout)
-            output = await store_output(jsonable(value), round_, sid)
+            output = await store_output(redact(jsonable(value)), round_, sid)
         except TRANSIENT as exc:
             error = _describe_error(exc)
             if attempts < ctx.step_max_attempts:

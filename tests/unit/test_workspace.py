@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from planexec.errors import WorkspaceError
+from planexec.tools.files import list_files, read_file, write_file
+from planexec.tools.workspace import Workspace, use_workspace
+
+
+@pytest.fixture
+def ws(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "inside.txt").write_text("inside")
+    (tmp_path / "secret.txt").write_text("outside")
+    return root
+
+
+@pytest.mark.parametrize("path", ["../secret.txt", "a/../../secret.txt", "/etc/passwd", "", "a\x00b"])
+def test_paths_outside_are_refused(ws, path):
+    with pytest.raises(WorkspaceError):
+        Workspace(ws).resolve(path)
+
+
+def test_symlinks_leading_out_are_refused(ws, tmp_path):
+    (ws / "link.txt").symlink_to(tmp_path / "secret.txt")
+    (ws / "dirlink").symlink_to(tmp_path)
+    with use_workspace(ws):
+        with pytest.raises(WorkspaceError, match="outside the workspace"):
+            read_file.invoke({"path": "link.txt"})
+        with pytest.raises(WorkspaceError, match="outside the workspace"):
+            write_file.invoke({"path": "dirlink/new.txt", "content": "x"})
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_hard_links_and_special_files_are_refused(ws, tmp_path):
+    os.link(tmp_path / "secret.txt", ws / "hard.txt")
+    os.mkfifo(ws / "pipe")
+    with use_workspace(ws):
+        with pytest.raises(WorkspaceError, match="hard link"):
+            read_file.invoke({"path": "hard.txt"})
+        with pytest.raises(WorkspaceError, match="not a regular file"):
+            read_file.invoke({"path": "pipe"})
+
+
+def test_file_tools_work_inside(ws):
+    with use_workspace(ws):
+        assert write_file.invoke({"path": "sub/new.txt", "content": "hé"}) == {
+            "path": "sub/new.txt", "bytes": 3}
+        assert read_file.invoke({"path": "sub/new.txt"})["content"] == "hé"
+        assert list_files.invoke({})["files"] == ["inside.txt", "sub/new.txt"]
+
+
+def test_tools_need_a_workspace():
+    with pytest.raises(WorkspaceError, match="no workspace"):
+        read_file.invoke({"path": "x"})
