@@ -132,12 +132,21 @@ def resolve_references(value: Any, outputs: dict[int, Any]) -> Any:
 
 
 def _json_clean(data: Any) -> Any:
-    """Return plain JSON data: no NaN, no non-JSON objects, lone surrogates replaced."""
+    """Return plain JSON data a checkpoint can store.
+
+    No NaN or non-JSON objects (an error), lone surrogates replaced, integers beyond 64 bits
+    kept as text (so validation reports them where a number is expected).
+    """
     try:
         text = json.dumps(data, ensure_ascii=False, allow_nan=False)
-        return json.loads(text.encode("utf-8", "replace"))
+        return json.loads(text.encode("utf-8", "replace"), parse_int=_bounded_int)
     except (TypeError, ValueError, RecursionError) as exc:
         raise PlanValidationError([f"not JSON data: {exc}"]) from None
+
+
+def _bounded_int(text: str) -> int | str:
+    number = int(text)
+    return number if -(2**63) <= number < 2**64 else text
 
 
 def _format_pydantic_errors(exc: ValidationError, prefix: str = "") -> list[str]:

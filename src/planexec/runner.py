@@ -191,14 +191,18 @@ def outcome(
 
 def jsonable(value: Any) -> Any:
     """Convert a tool's return value to JSON data, or raise TypeError naming what is not."""
-    if value is None or isinstance(value, (bool, int, str)):
+    if isinstance(value, str):
+        return _valid_text(value)
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):  # checkpoints store 64-bit integers; keep larger ones as text
+        return value if -(2**63) <= value < 2**64 else str(value)
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, BaseModel):
         return jsonable(value.model_dump(mode="json"))
     if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
+        return {_valid_text(str(k)): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [jsonable(v) for v in value]
     item = getattr(value, "item", None)  # numpy scalars
@@ -208,6 +212,15 @@ def jsonable(value: Any) -> Any:
         f"the tool returned a {type(value).__name__}, which is not JSON data; tools must return "
         "dicts, lists, strings or numbers and keep large data in workspace files"
     )
+
+
+def _valid_text(text: str) -> str:
+    """Replace lone surrogates, which no checkpoint serializer can store."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
 
 
 def summarize(output: Any, limit: int = 240) -> str:

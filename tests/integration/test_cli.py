@@ -196,3 +196,30 @@ def test_postgres_urls_are_recognised_without_a_server(env):
 
 def teardown_module():
     shutil.rmtree(Path("planexec-runs"), ignore_errors=True)
+
+
+def test_json_output_stays_clean_when_a_tool_prints(env, monkeypatch):
+    from langchain_core.tools import tool
+
+    from planexec import cli, graph
+    from planexec.tools import default_registry
+
+    @tool
+    def chatty(text: str) -> str:
+        """Print to stdout, then return the text."""
+        print("chatter on stdout")
+        return text
+
+    def registry():
+        reg = default_registry()
+        reg.register(chatty)
+        return reg
+
+    monkeypatch.setattr(graph, "default_registry", registry)
+    monkeypatch.setattr(cli, "default_registry", registry)
+    plan_file = env / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "chatty", {"text": "quiet"}))))
+    result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", "--yes", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["steps"]["1"]["output"] == "quiet"
+    assert "chatter on stdout" in result.stderr

@@ -18,7 +18,9 @@ def ws(tmp_path):
     return root
 
 
-@pytest.mark.parametrize("path", ["../secret.txt", "a/../../secret.txt", "/etc/passwd", "", "a\x00b"])
+@pytest.mark.parametrize(
+    "path", ["../secret.txt", "a/../../secret.txt", "/etc/passwd", "", "a\x00b"]
+)
 def test_paths_outside_are_refused(ws, path):
     with pytest.raises(WorkspaceError):
         Workspace(ws).resolve(path)
@@ -48,7 +50,9 @@ def test_hard_links_and_special_files_are_refused(ws, tmp_path):
 def test_file_tools_work_inside(ws):
     with use_workspace(ws):
         assert write_file.invoke({"path": "sub/new.txt", "content": "hé"}) == {
-            "path": "sub/new.txt", "bytes": 3}
+            "path": "sub/new.txt",
+            "bytes": 3,
+        }
         assert read_file.invoke({"path": "sub/new.txt"})["content"] == "hé"
         assert list_files.invoke({})["files"] == ["inside.txt", "sub/new.txt"]
 

@@ -48,7 +48,9 @@ def _prepare(
     plan = state["plan"]
     assert plan is not None, "the executor needs an approved plan"
     if state.get("approved_version") != plan["version"]:
-        raise PermissionError(f"plan version {plan['version']} was not approved; refusing to run it")
+        raise PermissionError(
+            f"plan version {plan['version']} was not approved; refusing to run it"
+        )
     records = state.get("steps", {})
     finished = {
         int(sid): {**rec, "id": int(sid)}

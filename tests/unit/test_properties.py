@@ -1,0 +1,56 @@
+"""Property tests of the validation boundary: any input is a valid plan or a list of errors."""
+
+from __future__ import annotations
+
+import json
+from graphlib import TopologicalSorter
+
+from hypothesis import HealthCheck, given, settings
+from pydantic import ValidationError
+
+from planexec.nodes.approval import Approve, Cancel, Edit, Reject, parse_decision
+from planexec.plan import Plan, PlanValidationError, iter_references, validate_plan
+from planexec.tools import ToolRegistry
+from tests.helpers import always_fails, echo, sleep_for
+from tests.strategies import plans, resume_answers, valid_plans
+
+TOOLS = ToolRegistry([echo, sleep_for, always_fails])
+SETTINGS = settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def check_invariants(plan: Plan) -> None:
+    ids = [s.id for s in plan.steps]
+    assert len(ids) == len(set(ids)) and 1 <= len(ids) <= 30
+    for s in plan.steps:
+        assert s.tool is None or s.tool in TOOLS
+        assert s.id not in s.depends_on and set(s.depends_on) <= set(ids)
+        assert {ref for ref, _ in iter_references(s.args)} <= set(s.depends_on)
+    tuple(TopologicalSorter({s.id: s.depends_on for s in plan.steps}).static_order())
+    json.dumps(plan.model_dump(), allow_nan=False)
+
+
+@SETTINGS
+@given(plans)
+def test_any_input_is_a_valid_plan_or_readable_errors(data):
+    try:
+        plan = validate_plan(data, TOOLS, max_steps=30)
+    except PlanValidationError as exc:
+        assert exc.errors and all(isinstance(e, str) and e for e in exc.errors)
+    else:
+        check_invariants(plan)
+
+
+@settings(max_examples=500, deadline=None)
+@given(valid_plans)
+def test_well_formed_plans_are_accepted(data):
+    check_invariants(validate_plan(data, TOOLS, max_steps=30))
+
+
+@SETTINGS
+@given(resume_answers)
+def test_any_resume_answer_is_a_decision_or_a_validation_error(answer):
+    try:
+        decision = parse_decision(answer)
+    except ValidationError:
+        return
+    assert isinstance(decision, Approve | Edit | Reject | Cancel)
