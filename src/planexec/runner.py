@@ -412,7 +412,7 @@ async def execute_step(
 
     config: RunnableConfig = {
         "run_name": f"step {sid}: {step['tool'] or 'executor model'}",
-        "tags": [f"planexec:step:{sid}"],
+        "tags": [f"planexec:step:{sid}", f"planexec:thread:{round_.run_id}"],
         "metadata": {"planexec_step": sid, "planexec_plan_version": round_.plan["version"]},
     }
     ctx = round_.context
