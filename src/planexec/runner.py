@@ -285,11 +285,14 @@ async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
 
     def target() -> None:
         try:
-            result = ctx.run(fn)
+            result, error = ctx.run(fn), None
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            loop.call_soon_threadsafe(_settle, fut, None, exc)
-        else:
-            loop.call_soon_threadsafe(_settle, fut, result, None)
+            result, error = None, exc
+        if not loop.is_closed():  # an abandoned (timed-out) call's loop may be gone
+            try:
+                loop.call_soon_threadsafe(_settle, fut, result, error)
+            except RuntimeError:  # closed between the check and the call
+                pass
 
     threading.Thread(target=target, daemon=True, name="planexec-tool").start()
     return await fut
