@@ -223,3 +223,20 @@ def test_json_output_stays_clean_when_a_tool_prints(env, monkeypatch):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["steps"]["1"]["output"] == "quiet"
     assert "chatter on stdout" in result.stderr
+
+
+def test_runs_persist_in_postgres_and_resume_from_it(env, postgres_url):
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "pg.txt", "content": "in postgres"})))
+    )
+    paused = invoke(
+        "run", "--plan", str(plan_file), "--workspace", "ws", "--db", postgres_url, input=""
+    )
+    assert paused.exit_code == 1
+    tid = thread_of(paused.output)
+    resumed = invoke("resume", tid, "--yes", "--db", postgres_url)
+    assert resumed.exit_code == 0, resumed.output
+    assert (env / "ws" / "pg.txt").read_text() == "in postgres"
+    listed = json.loads(invoke("threads", "--db", postgres_url, "--json").stdout)
+    assert tid in [row["thread_id"] for row in listed]

@@ -30,8 +30,13 @@ class Recorder(BaseTracer):
 
 
 def test_runs_are_named_per_node_and_step_and_tagged_with_the_thread(use_models, ctx):
-    use_models(planner=scripted(plan_reply(plan_of(step(1, "echo", {"text": "a"}),
-                                                   step(2, "echo", {"text": "$1"}, [1])))))
+    use_models(
+        planner=scripted(
+            plan_reply(
+                plan_of(step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "$1"}, [1]))
+            )
+        )
+    )
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
     recorder = Recorder()
     config = {"configurable": {"thread_id": "traced-thread"}, "callbacks": [recorder]}
@@ -103,10 +108,21 @@ def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Sink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        env = {**os.environ, "LANGSMITH_TRACING": "true", "LANGSMITH_API_KEY": "lsv2-fake-key-123",
-               "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}", "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-c", TRACED_RUN, str(tmp_path)], env=env,
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        env = {
+            **os.environ,
+            "LANGSMITH_TRACING": "true",
+            "LANGSMITH_API_KEY": "lsv2-fake-key-123",
+            "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
+            "PYTHONPATH": str(ROOT),
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", TRACED_RUN, str(tmp_path)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
     finally:
         server.shutdown()

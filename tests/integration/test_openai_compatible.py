@@ -1,0 +1,101 @@
+"""The real model path: ``openai:MODEL`` through langchain-openai against a local
+OpenAI-compatible server (what Ollama, vLLM or llama.cpp provide), found by OPENAI_BASE_URL."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from planexec import Context, build_graph
+from planexec.tools import ToolRegistry
+from tests.helpers import echo, plan_of, step, thread
+from tests.servers import free_port
+
+PLAN = plan_of(
+    step(1, "echo", {"text": "from a local server"}),
+    step(2, None, {"about": "$1"}, [1], expected="one sentence"),
+)
+
+
+@pytest.fixture
+def openai_server() -> Iterator[tuple[str, list[dict]]]:
+    requests: list[dict] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            requests.append({"path": self.path, "auth": self.headers.get("authorization"), **body})
+            if body.get("tool_choice", {}).get("function", {}).get("name") == "Plan":
+                message = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "Plan", "arguments": json.dumps(PLAN)},
+                        }
+                    ],
+                }
+            else:
+                message = {"role": "assistant", "content": "The text came from a local server."}
+            reply = {
+                "id": "cmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": message,
+                        "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168},
+            }
+            data = json.dumps(reply).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
+    finally:
+        server.shutdown()
+
+
+def test_openai_models_through_a_local_compatible_server(openai_server, monkeypatch, workspace):
+    url, requests = openai_server
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    ctx = Context(
+        planner_model="openai:local-planner",
+        executor_model="openai:local-executor",
+        workspace=str(workspace),
+    )
+    config = thread()
+    asked = graph.invoke({"task": "say where this runs"}, config, context=ctx)
+    assert asked["__interrupt__"][0].value["plan"]["steps"][0]["tool"] == "echo"
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)
+    assert out["final"]["status"] == "succeeded"
+    assert out["steps"]["2"]["output"] == "The text came from a local server."
+    assert [r["model"] for r in requests] == ["local-planner", "local-executor"]
+    assert all(r["path"] == "/v1/chat/completions" for r in requests)
+    assert requests[0]["auth"] == "Bearer local-key-not-secret"
+    assert {t["function"]["name"] for t in requests[1]["tools"]} == {"echo"}
+    usage = graph.get_state(config).values["usage"]
+    assert usage["planner"] == {"calls": 1, "input_tokens": 123, "output_tokens": 45}
