@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import json
 import math
@@ -288,11 +289,9 @@ async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
             result, error = ctx.run(fn), None
         except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
             result, error = None, exc
-        if not loop.is_closed():  # an abandoned (timed-out) call's loop may be gone
-            try:
-                loop.call_soon_threadsafe(_settle, fut, result, error)
-            except RuntimeError:  # closed between the check and the call
-                pass
+        # an abandoned (timed-out) call's loop may be closed by now: then the result is dropped
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(_settle, fut, result, error)
 
     threading.Thread(target=target, daemon=True, name="planexec-tool").start()
     return await fut
