@@ -173,3 +173,31 @@ def test_missing_api_key_is_one_clear_line(graph, ctx):
     with pytest.raises(ConfigurationError) as info:
         graph.invoke({"task": "t"}, thread(), context=ctx(planner_model="openai:gpt-4.1"))
     assert str(info.value) == MISSING_KEY and "\n" not in MISSING_KEY
+
+
+def test_editing_a_revision_reruns_changed_steps_and_their_dependents_only(graph, use_models, ctx):
+    first = plan_of(
+        step(1, "count", {"label": "a"}),
+        step(2, "count", {"label": "got $1"}, [1]),
+        step(3, "count", {"label": "c"}),
+        step(4, "always_fails", {}),
+    )
+    use_models(
+        planner=scripted(
+            plan_reply(first), plan_reply(plan_of(step(5, "count", {"label": "fixed"})))
+        )
+    )
+    config = thread()
+    out = approve(graph, ctx(approval="always"), config)  # 4 fails -> replan -> asks again
+    revised = out["__interrupt__"][0].value["plan"]
+    assert [s["id"] for s in revised["steps"]] == [1, 2, 3, 5]
+    edited = {
+        "goal": revised["goal"],
+        "steps": [{**s, "args": {"label": "b"}} if s["id"] == 1 else s for s in revised["steps"]],
+    }
+    out = graph.invoke(
+        Command(resume={"action": "edit", "plan": edited}), config, context=ctx(approval="always")
+    )
+    assert out["final"]["status"] == "succeeded"
+    assert out["steps"]["2"]["output"] == "got b"
+    assert sorted(runs) == sorted(["a", "got a", "c", "b", "got b", "fixed"])  # 3 kept, not re-run

@@ -21,7 +21,7 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from planexec.context import Context, context_of
-from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.plan import Plan, PlanValidationError, to_doc, topological_order, validate_plan
 from planexec.state import PlanDoc, Revision, State, StepRecord
 from planexec.tools.registry import ToolRegistry
 
@@ -105,8 +105,28 @@ def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     assert plan is not None
     if not needs_approval(state, ctx, tools):
         return _approved(state, plan, "auto")
+    decision, edited = _ask(plan, ctx, tools)
+    if isinstance(decision, Approve):
+        return _approved(state, plan, "approve")
+    if isinstance(decision, Reject):
+        return {
+            "approval": {"action": "reject", "version": plan["version"]},
+            "feedback": decision.feedback,
+        }
+    if isinstance(decision, Cancel):
+        return {
+            "approval": {"action": "cancel", "version": plan["version"], "reason": decision.reason}
+        }
+    assert edited is not None
+    return _apply_edit(state, plan, edited)
+
+
+def _ask(
+    plan: PlanDoc, ctx: Context, tools: ToolRegistry
+) -> tuple[Approve | Edit | Reject | Cancel, Plan | None]:
+    """Interrupt until the reviewer gives an answer that parses (and an edit that validates)."""
     problem: str | None = None
-    while True:
+    while True:  # each refused answer is one more interrupt; the node replays them in order
         answer = interrupt(
             {
                 "type": "plan_approval",
@@ -119,51 +139,45 @@ def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         )
         try:
             decision = parse_decision(answer)
-            if isinstance(decision, Edit):
-                kept = {
-                    int(sid)
-                    for sid, rec in state.get("steps", {}).items()
-                    if rec.get("status") == "succeeded"
-                }
-                edited = validate_plan(decision.plan, tools, max_steps=ctx.max_steps)
+            if not isinstance(decision, Edit):
+                return decision, None
+            return decision, validate_plan(decision.plan, tools, max_steps=ctx.max_steps)
         except ValidationError as exc:
             details = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"
                 for e in exc.errors(include_url=False)
             )
             problem = f"answer not understood ({details}); expected {SHAPES}"
-            continue
         except PlanValidationError as exc:
             problem = "the edited plan is invalid: " + "; ".join(exc.errors)
-            continue
-        break
 
-    if isinstance(decision, Approve):
-        return _approved(state, plan, "approve")
-    if isinstance(decision, Reject):
-        return {
-            "approval": {"action": "reject", "version": plan["version"]},
-            "feedback": decision.feedback,
-        }
-    if isinstance(decision, Cancel):
-        return {
-            "approval": {"action": "cancel", "version": plan["version"], "reason": decision.reason}
-        }
+
+def _apply_edit(state: State, plan: PlanDoc, edited: Plan) -> dict[str, Any]:
+    """Make the edited plan the new, approved revision.
+
+    A step keeps an earlier success only if it, and every step it depends on, is unchanged.
+    """
     new_plan = to_doc(edited, version=plan["version"] + 1)
     old_records = state.get("steps", {})
     old_steps = {s["id"]: s for s in plan["steps"]}
+    kept: set[int] = set()
     records: dict[str, StepRecord] = {}
-    for step in new_plan["steps"]:
+    for step in topological_order(new_plan["steps"]):
         rec = old_records.get(str(step["id"]))
-        unchanged = old_steps.get(step["id"]) == step
-        if rec and unchanged and step["id"] in kept:
+        if (
+            rec is not None
+            and rec.get("status") == "succeeded"
+            and old_steps.get(step["id"]) == step
+            and all(dep in kept for dep in step["depends_on"])
+        ):
+            kept.add(step["id"])
             records[str(step["id"])] = rec
         else:
             records[str(step["id"])] = StepRecord(status="pending", attempts=0)
     return {
         **_approved(state, new_plan, "edit"),
         "plan": new_plan,
-        "steps": records,
+        "steps": {str(s["id"]): records[str(s["id"])] for s in new_plan["steps"]},
         "revisions": [
             Revision(
                 version=plan["version"],

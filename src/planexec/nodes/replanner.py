@@ -15,16 +15,18 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.plan import Plan, PlanValidationError, to_doc, validate_plan
+from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
 from planexec.planning import request_plan
 from planexec.state import PlanDoc, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 
 
 def _signature(step: StepDoc | dict[str, Any]) -> str:
-    return json.dumps(
-        [step["tool"], step["args"], step["description"]], sort_keys=True, default=str
+    """Identify what a step does: its tool call (a model step also by its description)."""
+    what = (
+        [step["tool"], step["args"]] if step["tool"] else [None, step["args"], step["description"]]
     )
+    return json.dumps(what, sort_keys=True, default=str)
 
 
 def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
@@ -91,7 +93,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
             "error": "the replanner proposed the same failing steps again; "
             "stopping with a partial result",
         }
-    merged = Plan(goal=plan["goal"], steps=[*map(_to_step, kept_steps), *new_steps])
+    merged = Plan(goal=plan["goal"], steps=[*map(Step.model_validate, kept_steps), *new_steps])
     try:
         validate_plan(merged.model_dump(), tools, max_steps=ctx.max_steps + len(kept_steps))
     except PlanValidationError as exc:
@@ -120,9 +122,3 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
             )
         ],
     }
-
-
-def _to_step(step: StepDoc) -> Any:
-    from planexec.plan import Step
-
-    return Step.model_validate(step)
