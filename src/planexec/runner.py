@@ -18,7 +18,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -376,11 +376,7 @@ async def _model_step(
 
 
 async def execute_step(
-    step: StepDoc,
-    deps: dict[int, dict[str, Any]],
-    round_: ExecutionRound,
-    slots: Callable[[], Awaitable[Any]],
-    release: Callable[[], None],
+    step: StepDoc, deps: dict[int, dict[str, Any]], round_: ExecutionRound
 ) -> dict[str, Any]:
     """Run one step whose dependencies have all finished; never raises."""
     sid = step["id"]
@@ -418,30 +414,29 @@ async def execute_step(
         "metadata": {"planexec_step": sid, "planexec_plan_version": round_.plan["version"]},
     }
     ctx = round_.context
+    max_attempts = max(1, ctx.step_max_attempts)
     attempts, error = 0, "not run"
-    while attempts < max(1, ctx.step_max_attempts):
+    while attempts < max_attempts:
         attempts += 1
-        await slots()
         try:
-            with use_workspace(round_.workspace):
-                if step["tool"] is None:
-                    work = _model_step(step, args, inputs, round_, config, usage)
-                else:
-                    work = call_tool(round_.tools.get(step["tool"]), args, config)
-                value = await asyncio.wait_for(work, ctx.step_timeout)
-            output = await store_output(redact(jsonable(value)), round_, sid)
+            async with round_.slots():  # at most max_parallel_steps attempts at once
+                with use_workspace(round_.workspace):
+                    if step["tool"] is None:
+                        work = _model_step(step, args, inputs, round_, config, usage)
+                    else:
+                        work = call_tool(round_.tools.get(step["tool"]), args, config)
+                    value = await asyncio.wait_for(work, ctx.step_timeout)
+                output = await store_output(redact(jsonable(value)), round_, sid)
         except TRANSIENT as exc:
             error = _describe_error(exc)
-            if attempts < ctx.step_max_attempts:
+            if attempts < max_attempts:
                 delay = ctx.retry_initial_interval * ctx.retry_backoff_factor ** (attempts - 1)
                 write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
-                release()
-                await asyncio.sleep(delay)
+                await asyncio.sleep(delay)  # backoff outside the slot
                 continue
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
             error = _describe_error(exc)
         else:
-            release()
             summary = summarize(output)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
             return outcome(
@@ -453,7 +448,6 @@ async def execute_step(
                 summary=summary,
                 usage=usage,
             )
-        release()
         break
     write({"event": "step_failed", "step": sid, "error": error})
     return outcome(sid, "failed", attempts=attempts, started_at=started, error=error, usage=usage)
@@ -468,7 +462,6 @@ def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
 async def run_step_async(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
     """Body of the async step task: await dependencies on the loop, then run the step."""
     deps = await round_.gate.wait_async(step["depends_on"])
-    sem = round_.slots()
-    result = await execute_step(step, deps, round_, sem.acquire, sem.release)
+    result = await execute_step(step, deps, round_)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
     return result
