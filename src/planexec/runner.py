@@ -33,7 +33,7 @@ from planexec import models, prompts
 from planexec.context import Context
 from planexec.errors import ToolError, TransientToolError
 from planexec.plan import ReferenceError_, iter_references, resolve_references
-from planexec.secrets import redact
+from planexec.secrets import redact, secret_values
 from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
@@ -95,6 +95,7 @@ class ExecutionRound:
     run_id: str
     gate: DependencyGate
     allowed_tools: list[str]
+    secrets: list[str] = field(default_factory=secret_values)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -175,6 +176,7 @@ def outcome(
     summary: str = "",
     error: str | None = None,
     usage: dict[str, RoleUsage] | None = None,
+    secrets: list[str] | None = None,
 ) -> dict[str, Any]:
     """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed."""
     return {
@@ -184,8 +186,8 @@ def outcome(
         "started_at": started_at,
         "ended_at": now() if status != "skipped" else None,
         "output": output,
-        "summary": redact(summary),
-        "error": redact(error),
+        "summary": redact(summary, secrets),
+        "error": redact(error, secrets),
         "usage": usage or {},
     }
 
@@ -383,13 +385,13 @@ async def execute_step(
     raw_write = get_stream_writer()
 
     def write(event: dict[str, Any]) -> None:
-        raw_write(redact(event))
+        raw_write(redact(event, round_.secrets))
 
     broken = [d for d in step["depends_on"] if deps[d]["status"] != "succeeded"]
     if broken:
         reason = ", ".join(f"step {d} {deps[d]['status']}" for d in broken)
         write({"event": "step_skipped", "step": sid, "reason": reason})
-        return outcome(sid, "skipped", error=f"skipped because {reason}")
+        return outcome(sid, "skipped", error=f"skipped because {reason}", secrets=round_.secrets)
 
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
@@ -406,7 +408,7 @@ async def execute_step(
     except (ReferenceError_, ToolError, OSError, ValueError) as exc:
         error = f"cannot resolve arguments: {exc}"
         write({"event": "step_failed", "step": sid, "error": error})
-        return outcome(sid, "failed", attempts=0, started_at=started, error=error)
+        return outcome(sid, "failed", started_at=started, error=error, secrets=round_.secrets)
 
     config: RunnableConfig = {
         "run_name": f"step {sid}: {step['tool'] or 'executor model'}",
@@ -426,7 +428,7 @@ async def execute_step(
                     else:
                         work = call_tool(round_.tools.get(step["tool"]), args, config)
                     value = await asyncio.wait_for(work, ctx.step_timeout)
-                output = await store_output(redact(jsonable(value)), round_, sid)
+                output = await store_output(redact(jsonable(value), round_.secrets), round_, sid)
         except TRANSIENT as exc:
             error = _describe_error(exc)
             if attempts < max_attempts:
@@ -447,10 +449,19 @@ async def execute_step(
                 output=output,
                 summary=summary,
                 usage=usage,
+                secrets=round_.secrets,
             )
         break
     write({"event": "step_failed", "step": sid, "error": error})
-    return outcome(sid, "failed", attempts=attempts, started_at=started, error=error, usage=usage)
+    return outcome(
+        sid,
+        "failed",
+        attempts=attempts,
+        started_at=started,
+        error=error,
+        usage=usage,
+        secrets=round_.secrets,
+    )
 
 
 def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
