@@ -1,0 +1,20 @@
+# Developer shortcuts; the README's two commands remain the source of truth.
+PY ?= .venv/bin/python
+
+.PHONY: help install test lint type format bench dev
+help:  ## list targets
+	@grep -E "^[a-z]+:.*##" $(MAKEFILE_LIST) | sed "s/:.*## /\t/"
+install:  ## create .venv and install planexec with its dev tools
+	python3 -m venv .venv && .venv/bin/pip install -e ".[dev]"
+test:  ## run every test, offline (starts PostgreSQL and langgraph dev itself)
+	$(PY) -m pytest
+lint:  ## ruff
+	$(PY) -m ruff check src tests bench
+type:  ## mypy --strict on the package
+	$(PY) -m mypy src
+format:  ## ruff format
+	$(PY) -m ruff format src tests bench
+bench:  ## print every benchmark table
+	PY=$(PY) bench/run_all.sh
+dev:  ## serve the graph for LangGraph Studio, offline
+	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=1 .venv/bin/langgraph dev --no-browser
