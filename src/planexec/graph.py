@@ -39,9 +39,9 @@ def is_transient_model_error(exc: Exception) -> bool:
     )
 
 
-# Each step task waits for its dependencies in a worker thread under sync ``invoke``; LangGraph
-# sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how many steps
-# run at once. Threads are made only as tasks need them. Callers' own values take precedence.
+# Under sync ``invoke`` each step task holds a worker thread while its step waits and runs;
+# LangGraph sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how
+# many steps run at once. Threads are made only as tasks need them. Callers' values win.
 RUN_DEFAULTS: RunnableConfig = {"max_concurrency": 1024, "recursion_limit": 200}
 
 MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient_model_error)
