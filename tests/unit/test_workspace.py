@@ -60,3 +60,30 @@ def test_file_tools_work_inside(ws):
 def test_tools_need_a_workspace():
     with pytest.raises(WorkspaceError, match="no workspace"):
         read_file.invoke({"path": "x"})
+
+
+def test_listing_skips_links_and_planexec_files_and_truncates_exactly(ws, tmp_path):
+    from planexec.nodes.planner import MAX_LISTED_FILES, workspace_files
+    from planexec.tools.files import MAX_LISTED
+
+    (ws / ".planexec" / "outputs").mkdir(parents=True)
+    (ws / ".planexec" / "outputs" / "hidden.json").write_text("{}")
+    (ws / "link.txt").symlink_to(tmp_path / "secret.txt")
+    (ws / "out").symlink_to(tmp_path, target_is_directory=True)
+    (ws / "data").mkdir()
+    for i in range(MAX_LISTED - 1):
+        (ws / "data" / f"f{i:04}.csv").write_text("x")
+    with use_workspace(ws):
+        listed = list_files.invoke({})
+        assert listed["files"][0] == "inside.txt" and len(listed["files"]) == MAX_LISTED
+        assert listed["truncated"] is False
+        assert all(
+            ".planexec" not in f and "link" not in f and not f.startswith("out/")
+            for f in listed["files"]
+        )
+        assert list_files.invoke({"pattern": "*.txt"})["files"] == ["inside.txt"]
+        (ws / "data" / "one-more.csv").write_text("x")
+        assert list_files.invoke({})["truncated"] is True
+    shown = workspace_files(str(ws)).splitlines()
+    assert len(shown) == MAX_LISTED_FILES + 1 and shown[-1] == "- …"
+    assert shown[0] == "- inside.txt (6 bytes)"

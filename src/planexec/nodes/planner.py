@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import islice
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -22,14 +23,12 @@ MAX_LISTED_FILES = 50
 def workspace_files(root: str) -> str:
     """List (some of) the workspace's files for the planner's prompt."""
     workspace = Workspace(root)
-    found = []
-    for path in sorted(workspace.root.rglob("*")):
-        rel = path.relative_to(workspace.root)
-        if path.is_file() and not path.is_symlink() and ".planexec" not in rel.parts:
-            found.append(f"- {rel.as_posix()} ({path.stat().st_size} bytes)")
-        if len(found) >= MAX_LISTED_FILES:
-            found.append("- …")
-            break
+    files = list(islice(workspace.iter_files(), MAX_LISTED_FILES + 1))
+    found = [
+        f"- {workspace.relative(p)} ({p.stat().st_size} bytes)" for p in files[:MAX_LISTED_FILES]
+    ]
+    if len(files) > MAX_LISTED_FILES:
+        found.append("- …")
     return "\n".join(found) or "(empty)"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from langchain_core.tools import tool
@@ -39,23 +40,17 @@ def write_file(path: str, content: str) -> dict[str, Any]:
 
 @tool
 def list_files(folder: str = ".", pattern: str = "*") -> dict[str, Any]:
-    """List the files of a workspace folder (recursively) whose names match a glob pattern."""
+    """List the files of a workspace folder (recursively) whose names match a glob pattern.
+
+    The pattern matches file names (``*.csv``), not paths.
+    """
     workspace = current_workspace()
     base = workspace.resolve(folder, must_exist=True)
     if not base.is_dir():
         raise ToolError(f"{folder!r} is not a folder")
-    files = []
-    for found in sorted(base.rglob(pattern)):
-        if (
-            found.is_file()
-            and not found.is_symlink()
-            and found.resolve().is_relative_to(workspace.root)
-            and ".planexec" not in found.relative_to(workspace.root).parts
-        ):
-            files.append(workspace.relative(found))
-        if len(files) >= MAX_LISTED:
-            break
-    return {"folder": folder, "files": files, "truncated": len(files) >= MAX_LISTED}
+    found = list(islice(workspace.iter_files(base, pattern), MAX_LISTED + 1))
+    files = [workspace.relative(path) for path in found[:MAX_LISTED]]
+    return {"folder": folder, "files": files, "truncated": len(found) > MAX_LISTED}
 
 
 FILE_TOOLS = [read_file, list_files]

@@ -8,6 +8,7 @@ absolute paths, ``..`` escapes, symlinks and hard links leading out, and special
 from __future__ import annotations
 
 import contextvars
+import fnmatch
 import os
 import stat
 from collections.abc import Iterator
@@ -66,6 +67,20 @@ class Workspace:
     def relative(self, path: Path) -> str:
         """Return ``path`` relative to the workspace root, as tools report it."""
         return path.resolve().relative_to(self.root).as_posix()
+
+    def iter_files(self, folder: Path | None = None, pattern: str = "*") -> Iterator[Path]:
+        """Yield the regular files under ``folder`` whose names match ``pattern``, lazily.
+
+        Folders are visited in name order, each folder's files before its subfolders; links
+        and planexec's own ``.planexec`` folder are skipped. Callers stop when they have enough,
+        so a huge workspace costs only what is listed.
+        """
+        for current, dirs, names in os.walk(folder or self.root):
+            dirs[:] = sorted(d for d in dirs if d != ".planexec")
+            for name in sorted(fnmatch.filter(names, pattern)):
+                path = Path(current, name)
+                if not path.is_symlink() and path.is_file():
+                    yield path
 
     def prepare_output(self, relative: str) -> Path:
         """Resolve a path a tool will write, creating its parent folders inside the workspace."""
