@@ -49,16 +49,15 @@ class DependencyGate:
     def __init__(self, known: dict[int, dict[str, Any]]) -> None:
         """Start with the outcomes of steps finished in earlier rounds."""
         self._outcomes = dict(known)
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
 
     def publish(self, step_id: int, outcome: dict[str, Any]) -> None:
         """Record a step's outcome (the first one wins) and wake whoever waits for it."""
-        with self._cond:
+        with self._lock:
             if step_id in self._outcomes:
                 return
             self._outcomes[step_id] = outcome
-            self._cond.notify_all()
             waiters = self._waiters.pop(step_id, [])
         for fut in waiters:
             fut.get_loop().call_soon_threadsafe(_resolve, fut)
@@ -67,7 +66,7 @@ class DependencyGate:
         """Await every step in ``ids`` without holding a thread; return their outcomes."""
         loop = asyncio.get_running_loop()
         pending = []
-        with self._cond:
+        with self._lock:
             for i in ids:
                 if i not in self._outcomes:
                     fut: asyncio.Future[None] = loop.create_future()
@@ -75,7 +74,7 @@ class DependencyGate:
                     pending.append(fut)
         if pending:
             await asyncio.gather(*pending)
-        with self._cond:
+        with self._lock:
             return {i: self._outcomes[i] for i in ids}
 
 

@@ -76,8 +76,20 @@ def _prepare(
 
 
 def _publisher(round_: ExecutionRound, step: StepDoc) -> Any:
+    """Publish a task's outcome when its future resolves.
+
+    A live task publishes from its own body already; this callback matters on replay, where a
+    finished task's result comes back from the checkpoint without its body running. It must
+    never raise (a callback's exception is swallowed and dependents would wait forever): any
+    problem becomes a failed outcome, and the node raises it after every task has ended.
+    """
+
     def publish(fut: Future[Any] | asyncio.Future[Any]) -> None:
-        round_.gate.publish(step["id"], _result(fut, step))
+        try:
+            result = _result(fut, step)
+        except Exception as exc:  # noqa: BLE001 - re-raised by the node, see above
+            result = outcome(step["id"], "failed", error=f"internal error: {exc}")
+        round_.gate.publish(step["id"], result)
 
     return publish
 
