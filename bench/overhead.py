@@ -57,46 +57,47 @@ def use_plan(n: int) -> None:
     models.load_chat_model = lambda spec: ScriptedChatModel(replies=[reply])
 
 
-def marginal_ms(medians: list[float]) -> float:
-    """Milliseconds one more step costs, from the median times of the two plan sizes."""
-    return 1000 * (medians[1] - medians[0]) / (SIZES[1] - SIZES[0])
+RUNS = 7
 
 
-def checked(out: dict[str, Any], started: float) -> float:
+def marginal_ms(best: dict[int, float]) -> float:
+    """Milliseconds one more step costs, from the best time of each plan size."""
+    small, large = SIZES
+    return 1000 * (best[large] - best[small]) / (large - small)
+
+
+def prepare(n: int) -> tuple[dict[str, Any], Any, float]:
+    """Make the scripted planner answer with an n-step plan; return a run's input and start."""
+    use_plan(n)
+    return {"task": "noop"}, new_config(), time.perf_counter()
+
+
+def elapsed(out: dict[str, Any], started: float) -> float:
     assert out["final"]["status"] == "succeeded"
     return time.perf_counter() - started
 
 
+def timed_invoke(graph: Any, n: int) -> float:
+    task, config, started = prepare(n)
+    return elapsed(graph.invoke(task, config, context=context(max_parallel_steps=8)), started)
+
+
+async def timed_ainvoke(graph: Any, n: int) -> float:
+    task, config, started = prepare(n)
+    out = await graph.ainvoke(task, config, context=context(max_parallel_steps=8))
+    return elapsed(out, started)
+
+
 def sync_ms(saver: Any) -> float:
     graph = build_graph(checkpointer=saver, tools=TOOLS)
-    medians = []
-    for n in SIZES:
-        use_plan(n)
-        times = []
-        for _ in range(7):
-            started = time.perf_counter()
-            out = graph.invoke(
-                {"task": "noop"}, new_config(), context=context(max_parallel_steps=8)
-            )
-            times.append(checked(out, started))
-        medians.append(min(times))
-    return marginal_ms(medians)
+    return marginal_ms({n: min(timed_invoke(graph, n) for _ in range(RUNS)) for n in SIZES})
 
 
 async def async_ms(saver: Any) -> float:
     graph = build_graph(checkpointer=saver, tools=TOOLS)
-    medians = []
-    for n in SIZES:
-        use_plan(n)
-        times = []
-        for _ in range(7):
-            started = time.perf_counter()
-            out = await graph.ainvoke(
-                {"task": "noop"}, new_config(), context=context(max_parallel_steps=8)
-            )
-            times.append(checked(out, started))
-        medians.append(min(times))
-    return marginal_ms(medians)
+    return marginal_ms(
+        {n: min([await timed_ainvoke(graph, n) for _ in range(RUNS)]) for n in SIZES}
+    )
 
 
 def tmp_db(name: str) -> str:
