@@ -8,9 +8,7 @@ import os
 import re
 import shutil
 import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -20,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import psycopg
 import typer
 from langchain_core.runnables import RunnableConfig
@@ -202,19 +201,14 @@ class Session:
 
 
 def edit_in_editor(plan: PlanDoc) -> dict[str, Any] | None:
-    """Open $EDITOR on the plan's JSON; return what was saved (None if it is not JSON)."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump({"goal": plan["goal"], "steps": plan["steps"]}, handle, indent=2)
-        path = handle.name
+    """Open $VISUAL/$EDITOR on the plan's JSON; return what was saved (None if it is not JSON)."""
+    text = json.dumps({"goal": plan["goal"], "steps": plan["steps"]}, indent=2)
+    edited = click.edit(text, extension=".json", require_save=False)
     try:
-        subprocess.run([*editor.split(), path], check=False)
-        loaded: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
-        return loaded
+        loaded = json.loads(edited if edited is not None else text)
     except json.JSONDecodeError:
         return None
-    finally:
-        os.unlink(path)
+    return loaded if isinstance(loaded, dict) else None
 
 
 async def drive(

@@ -240,3 +240,16 @@ def test_runs_persist_in_postgres_and_resume_from_it(env, postgres_url):
     assert (env / "ws" / "pg.txt").read_text() == "in postgres"
     listed = json.loads(invoke("threads", "--db", postgres_url, "--json").stdout)
     assert tid in [row["thread_id"] for row in listed]
+
+
+def test_an_edit_that_is_not_json_is_refused_and_asked_again(env, monkeypatch):
+    plan_file = env / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "write_file", {"path": "a.txt",
+                                                                      "content": "x"}))))
+    editor = env / "break.py"
+    editor.write_text("import sys\nopen(sys.argv[1], 'w').write('{oops')\n")
+    monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")
+    result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", input="edit\ncancel\n")
+    assert "not valid JSON" in result.output and "Traceback" not in result.output
+    assert result.exit_code == 1 and "cancelled" in result.output
+    assert not (env / "ws" / "a.txt").exists()
