@@ -1,15 +1,18 @@
 # Developer shortcuts; the README's two commands remain the source of truth.
 PY ?= .venv/bin/python
 
-.PHONY: help install test lint type format bench dev
+.PHONY: help install test fuzz lint type format bench dev
 help:  ## list targets
 	@grep -E "^[a-z]+:.*##" $(MAKEFILE_LIST) | sed "s/:.*## /\t/"
 install:  ## create .venv and install planexec with its dev tools
 	python3 -m venv .venv && .venv/bin/pip install -e ".[dev]"
 test:  ## run every test, offline (starts PostgreSQL and langgraph dev itself)
 	$(PY) -m pytest
-lint:  ## ruff
+fuzz:  ## property tests with random examples, 20x as many as CI tries
+	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -p no:cacheprovider tests/unit/test_properties.py tests/integration/test_properties_graph.py
+lint:  ## ruff (lint and format check)
 	$(PY) -m ruff check src tests bench
+	$(PY) -m ruff format --check src tests bench
 type:  ## mypy --strict on the package
 	$(PY) -m mypy src
 format:  ## ruff format

@@ -10,6 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis: "ci" (the default, and what .ci/run uses) is derandomized with no example
+# database, so every run tries the same examples; `make fuzz` picks "fuzz": random, and
+# tests.strategies.examples() multiplies every test's example count by FUZZ_SCALE.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("fuzz", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
 os.environ.pop("LANGSMITH_TRACING", None)

@@ -12,11 +12,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 
 from planexec import routing
+from planexec.admission import PlanexecGraph, admit
 from planexec.context import Context
 from planexec.nodes import approval, evaluator, executor, finalizer, planner, replanner
 from planexec.state import InputState, OutputState, State
@@ -53,7 +53,7 @@ def build_graph(
     tools: ToolRegistry | None = None,
     store: BaseStore | None = None,
     name: str = "planexec",
-) -> CompiledStateGraph[State, Context, InputState, OutputState]:
+) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools."""
     registry = tools if tools is not None else default_registry()
     builder = StateGraph(
@@ -83,7 +83,7 @@ def build_graph(
     builder.add_conditional_edges("replanner", routing.after_replanner)
     builder.set_finish_point("finalizer")
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return compiled.with_config(RUN_DEFAULTS)
+    return admit(compiled).with_config(RUN_DEFAULTS)
 
 
 graph = build_graph()

@@ -244,8 +244,9 @@ def test_runs_persist_in_postgres_and_resume_from_it(env, postgres_url):
 
 def test_an_edit_that_is_not_json_is_refused_and_asked_again(env, monkeypatch):
     plan_file = env / "plan.json"
-    plan_file.write_text(json.dumps(plan_of(step(1, "write_file", {"path": "a.txt",
-                                                                      "content": "x"}))))
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
     editor = env / "break.py"
     editor.write_text("import sys\nopen(sys.argv[1], 'w').write('{oops')\n")
     monkeypatch.setenv("EDITOR", f"{sys.executable} {editor}")

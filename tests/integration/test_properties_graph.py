@@ -11,11 +11,12 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import Context, build_graph, models
+from planexec.admission import InvalidInputError
 from planexec.plan import PlanValidationError, validate_plan
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, plan_reply, sleep_for, step
-from tests.strategies import planner_replies, resume_answers
+from tests.strategies import examples, planner_replies, resume_answers
 
 TOOLS = ToolRegistry([echo, sleep_for, always_fails])
 GRAPH = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
@@ -34,7 +35,7 @@ def serve(*replies: ScriptedReply) -> ScriptedChatModel:
     return model
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(planner_replies, min_size=3, max_size=3))
 def test_any_planner_replies_end_in_a_valid_plan_or_a_clear_error(replies):
     original = models.load_chat_model
@@ -56,7 +57,7 @@ def test_any_planner_replies_end_in_a_valid_plan_or_a_clear_error(replies):
         models.load_chat_model = original
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(resume_answers)
 def test_any_resume_answer_runs_or_is_refused_with_the_plan_unchanged(answer):
     original = models.load_chat_model
@@ -64,7 +65,17 @@ def test_any_resume_answer_runs_or_is_refused_with_the_plan_unchanged(answer):
         serve(plan_reply(GOOD), plan_reply(GOOD))  # a reject asks the planner again
         config = {"configurable": {"thread_id": str(uuid.uuid4())}}
         asked = GRAPH.invoke({"task": "t"}, config, context=CTX)["__interrupt__"][0].value
-        out = GRAPH.invoke(Command(resume=answer), config, context=CTX)  # must not raise
+        try:
+            out = GRAPH.invoke(Command(resume=answer), config, context=CTX)
+        except InvalidInputError as exc:  # an answer no checkpoint can store: refused up front
+            assert "cannot be stored" in str(exc) or "carries nothing" in str(exc)
+            state = GRAPH.get_state(config)
+            assert state.next == ("approval",)
+            assert state.values["plan"] == asked["plan"]
+            assert state.interrupts[0].value["plan"] == asked["plan"]
+            done = GRAPH.invoke(Command(resume={"action": "cancel"}), config, context=CTX)
+            assert done["final"]["status"] == "cancelled"  # the thread is still usable
+            return
         if "__interrupt__" in out:
             value = out["__interrupt__"][0].value
             if value["version"] == 2:  # a reject: the planner revised the plan and asks again

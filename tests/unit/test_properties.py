@@ -12,10 +12,12 @@ from planexec.nodes.approval import Approve, Cancel, Edit, Reject, parse_decisio
 from planexec.plan import Plan, PlanValidationError, iter_references, validate_plan
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, sleep_for
-from tests.strategies import plans, resume_answers, valid_plans
+from tests.strategies import examples, plans, resume_answers, valid_plans
 
 TOOLS = ToolRegistry([echo, sleep_for, always_fails])
-SETTINGS = settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(3000), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def check_invariants(plan: Plan) -> None:
@@ -40,7 +42,7 @@ def test_any_input_is_a_valid_plan_or_readable_errors(data):
         check_invariants(plan)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(valid_plans)
 def test_well_formed_plans_are_accepted(data):
     check_invariants(validate_plan(data, TOOLS, max_steps=30))

@@ -1,0 +1,101 @@
+"""What a caller sends is refused before LangGraph stores it, and the thread stays usable."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from planexec import build_graph
+from planexec.admission import InvalidInputError
+from planexec.tools import ToolRegistry
+from tests.helpers import echo, plan_of, plan_reply, scripted, step
+
+TOOLS = ToolRegistry([echo])
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+GOOD = plan_of(step(1, "echo", {"text": "hi"}))
+UNSTORABLE = [
+    {"action": "approve", "x": 2**64},
+    {"action": "approve", "plan": {"goal": None, "steps": [{"tool": -(2**63) - 1}]}},
+    {"action": "reject", "feedback": "no\x00pe"},
+    {"action": "reject", "feedback": "\ud800"},
+    {"action": "approve", "deep": nested(100)},
+]
+
+
+@pytest.mark.parametrize("answer", UNSTORABLE, ids=["int64+", "int64-", "nul", "surrogate", "deep"])
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_an_unstorable_resume_answer_is_refused_and_the_thread_stays_usable(
+    answer, durability, use_models, ctx
+):
+    use_models(planner=scripted(plan_reply(GOOD)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    asked = graph.invoke({"task": "t"}, config, context=ctx(), durability=durability)
+    before = graph.get_state(config)
+
+    with pytest.raises(InvalidInputError, match="cannot be stored"):
+        graph.invoke(Command(resume=answer), config, context=ctx(), durability=durability)
+
+    after = graph.get_state(config)
+    assert after.next == ("approval",) and after.config == before.config
+    assert after.values.get("steps") == before.values.get("steps")  # nothing ran
+    assert after.interrupts[0].value["plan"] == asked["__interrupt__"][0].value["plan"]
+    done = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    assert done["final"]["status"] == "succeeded"
+
+
+async def test_async_callers_are_refused_the_same_way(use_models, ctx):
+    use_models(planner=scripted(plan_reply(GOOD)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    await graph.ainvoke({"task": "t"}, config, context=ctx())
+    with pytest.raises(InvalidInputError, match="integer outside the 64-bit range"):
+        await graph.ainvoke(Command(resume={"action": "approve", "n": 2**70}), config)
+    done = await graph.ainvoke(Command(resume="approve"), config, context=ctx())
+    assert done["final"]["status"] == "succeeded"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{}, {"task": ""}, {"task": 5}, {"task": "a\x00b"}, {"task": "x" * 20_001}, "just text"],
+    ids=["no-task", "empty", "not-text", "nul", "too-long", "not-a-dict"],
+)
+def test_a_bad_input_is_refused_with_one_clear_message(value, ctx):
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    with pytest.raises(InvalidInputError) as caught:
+        graph.invoke(value, config, context=ctx())
+    assert "task" in str(caught.value) or "cannot be stored" in str(caught.value)
+    assert not graph.get_state(config).values  # nothing was stored
+
+
+def test_state_edits_that_cannot_be_stored_are_refused(use_models, ctx):
+    use_models(planner=scripted(plan_reply(GOOD)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke({"task": "t"}, config, context=ctx())
+    before = graph.get_state(config)
+    with pytest.raises(InvalidInputError, match="NUL"):
+        graph.update_state(config, {"feedback": "bad\x00"})
+    assert graph.get_state(config).config == before.config
+
+
+def test_an_empty_command_is_refused(use_models, ctx):
+    use_models(planner=scripted(plan_reply(GOOD)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    graph.invoke({"task": "t"}, config, context=ctx())
+    with pytest.raises(InvalidInputError, match="carries nothing"):
+        graph.invoke(Command(resume=None), config, context=ctx())
+    assert graph.get_state(config).next == ("approval",)
