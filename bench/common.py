@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import tempfile
 import time
@@ -15,6 +16,9 @@ from planexec import Context, build_graph
 from planexec.plan import to_doc, validate_plan
 from planexec.state import StepRecord
 from planexec.tools import ToolRegistry
+
+# every benchmark thread works in its own folder under one throwaway root
+os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="planexec-bench-"))
 
 
 @tool
@@ -83,7 +87,6 @@ def levels(plan: dict[str, Any]) -> list[list[int]]:
 
 def context(**overrides: Any) -> Context:
     base: dict[str, Any] = dict(
-        workspace=tempfile.mkdtemp(prefix="planexec-bench-"),
         approval="never",
         max_steps=5000,
         max_parallel_steps=5000,

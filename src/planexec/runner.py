@@ -20,7 +20,6 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -32,15 +31,16 @@ from pydantic import BaseModel, ValidationError
 from planexec import models, prompts
 from planexec.context import Context
 from planexec.errors import ToolError, TransientToolError
+from planexec.outputs import OutputStore, output_of
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
-from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
+from planexec.state import OutputFile, PlanDoc, RoleUsage, StepDoc, add_usage
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
 
 TRANSIENT = (TransientToolError, TimeoutError, ConnectionError)
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
-REF_KEY = "$ref"
+PREVIEW_CHARS = 200
 
 
 class DependencyGate:
@@ -91,6 +91,7 @@ class ExecutionRound:
     tools: ToolRegistry
     context: Context
     workspace: Workspace
+    outputs: OutputStore
     run_id: str
     gate: DependencyGate
     allowed_tools: list[str]
@@ -172,13 +173,17 @@ def outcome(
     attempts: int = 0,
     started_at: float | None = None,
     output: Any = None,
+    output_file: OutputFile | None = None,
     summary: str = "",
     error: str | None = None,
     usage: dict[str, RoleUsage] | None = None,
     secrets: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed."""
-    return {
+    """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed.
+
+    ``output_file`` is set only for a spilled output (see :mod:`planexec.outputs`).
+    """
+    record = {
         "id": step_id,
         "status": status,
         "attempts": attempts,
@@ -189,6 +194,9 @@ def outcome(
         "error": redact(error, secrets),
         "usage": usage or {},
     }
+    if output_file is not None:
+        record["output_file"] = output_file
+    return record
 
 
 def jsonable(value: Any) -> Any:
@@ -227,49 +235,35 @@ def _valid_text(text: str) -> str:
 
 def summarize(output: Any, limit: int = 240) -> str:
     """Return a one-line preview of an output."""
-    if isinstance(output, dict) and REF_KEY in output:
-        return (
-            f"{output.get('bytes', '?')} bytes in {output[REF_KEY]}: {output.get('preview', '')}"[
-                :limit
-            ]
-        )
     text = output if isinstance(output, str) else json.dumps(output, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def is_reference(output: Any) -> bool:
-    """Say whether an output in state is a reference to a file holding the real output."""
-    return (
-        isinstance(output, dict)
-        and REF_KEY in output
-        and set(output) <= {REF_KEY, "bytes", "preview"}
-    )
+async def store_output(value: Any, round_: ExecutionRound) -> tuple[Any, OutputFile | None]:
+    """Keep a small output as is; spill a large one to planexec's outputs folder.
 
-
-async def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
-    """Keep a small output as is; write a large one to the workspace and keep a reference."""
+    Returns ``(output, None)`` for an output kept in state, ``(None, output_file)`` for a
+    spilled one.
+    """
     text = json.dumps(value, ensure_ascii=False)
     size = len(text.encode("utf-8"))
     if size > MAX_OUTPUT_BYTES:
         raise ToolError(f"the output is {size} bytes; at most {MAX_OUTPUT_BYTES} are kept")
     if size <= round_.context.inline_output_limit:
-        return value
-    relative = f".planexec/outputs/{round_.run_id}/v{round_.plan['version']}-step{step_id}.json"
-
-    def write() -> None:
-        round_.workspace.prepare_output(relative).write_text(text, encoding="utf-8")
-
-    await _in_daemon_thread(write)  # file I/O stays off the event loop
-    return {REF_KEY: relative, "bytes": size, "preview": summarize(value, 200)}
+        return value, None
+    preview = summarize(value, PREVIEW_CHARS)
+    saved: OutputFile = await _in_daemon_thread(  # file I/O stays off the event loop
+        lambda: round_.outputs.save(text, preview)
+    )
+    return None, saved
 
 
-def load_output(output: Any, workspace: Workspace) -> Any:
-    """Return a step's full output, reading it back from the workspace if it was stored there."""
-    if is_reference(output):
-        path: Path = workspace.resolve(output[REF_KEY], must_exist=True)
-        return json.loads(path.read_text(encoding="utf-8"))
-    return output
+def summary_of(output: Any, output_file: OutputFile | None) -> str:
+    """Return a step's one-line summary, from its output or its spilled output's preview."""
+    if output_file is None:
+        return summarize(output)
+    return f"{output_file['preview']} ({output_file['bytes']:,} bytes, kept in a file)"
 
 
 def _is_async_tool(tool_: BaseTool) -> bool:
@@ -397,11 +391,11 @@ async def execute_step(
     usage: dict[str, RoleUsage] = {}
     try:
         referenced = {ref for ref, _ in iter_references(step["args"])} | set(step["depends_on"])
-        needed = {d: deps[d]["output"] for d in sorted(referenced & set(deps))}
-        inputs: dict[int, Any] = dict(needed)
-        if any(is_reference(out) for out in needed.values()):  # read files off the event loop
-            inputs = await _in_daemon_thread(
-                lambda: {d: load_output(out, round_.workspace) for d, out in needed.items()}
+        needed = {d: deps[d] for d in sorted(referenced & set(deps))}
+        inputs: dict[int, Any] = {d: rec.get("output") for d, rec in needed.items()}
+        if any(rec.get("output_file") is not None for rec in needed.values()):
+            inputs = await _in_daemon_thread(  # read spilled outputs off the event loop
+                lambda: {d: output_of(rec, round_.outputs) for d, rec in needed.items()}
             )
         args = resolve_references(step["args"], inputs)
     except (ReferenceError_, ToolError, OSError, ValueError) as exc:
@@ -427,7 +421,9 @@ async def execute_step(
                     else:
                         work = call_tool(round_.tools.get(step["tool"]), args, config)
                     value = await asyncio.wait_for(work, ctx.step_timeout)
-                output = await store_output(redact(jsonable(value), round_.secrets), round_, sid)
+                output, output_file = await store_output(
+                    redact(jsonable(value), round_.secrets), round_
+                )
         except TRANSIENT as exc:
             error = _describe_error(exc)
             if attempts < max_attempts:
@@ -438,7 +434,7 @@ async def execute_step(
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
             error = _describe_error(exc)
         else:
-            summary = summarize(output)
+            summary = summary_of(output, output_file)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
             return outcome(
                 sid,
@@ -446,6 +442,7 @@ async def execute_step(
                 attempts=attempts,
                 started_at=started,
                 output=output,
+                output_file=output_file,
                 summary=summary,
                 usage=usage,
                 secrets=round_.secrets,

@@ -35,8 +35,24 @@ class PlanDoc(TypedDict):
     version: int
 
 
+class OutputFile(TypedDict):
+    """Where a step's large output was spilled: a file planexec owns, outside every workspace.
+
+    Only the executor writes this field; a tool's output can never become one.
+    """
+
+    id: str
+    bytes: int
+    sha256: str
+    preview: str
+
+
 class StepRecord(TypedDict, total=False):
-    """What happened to one step of the current plan."""
+    """What happened to one step of the current plan.
+
+    A large output is not in ``output`` (which is then None) but in the file ``output_file``
+    names; read outputs with :func:`planexec.outputs.output_of`.
+    """
 
     status: StepStatus
     attempts: int
@@ -44,6 +60,7 @@ class StepRecord(TypedDict, total=False):
     ended_at: float | None
     summary: str
     output: Any
+    output_file: OutputFile
     error: str | None
     checked: bool
     judged_retry: bool

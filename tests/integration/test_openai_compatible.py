@@ -85,7 +85,7 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
     ctx = Context(
         planner_model="openai:local-planner",
         executor_model="openai:local-executor",
-        workspace=str(workspace),
+        workspace="ws",
     )
     config = thread()
     asked = graph.invoke({"task": "say where this runs"}, config, context=ctx)

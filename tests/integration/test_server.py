@@ -12,26 +12,38 @@ from langgraph.pregel.remote import RemoteGraph
 from langgraph.types import Command
 from langgraph_sdk import get_client
 
-from tests.helpers import EXAMPLES, sales_plan
+from tests.helpers import EXAMPLES, plan_of, sales_plan, step
 from tests.servers import langgraph_dev
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with langgraph_dev(tmp_path_factory.mktemp("server") / "langgraph-dev.log") as url:
+def server_root(tmp_path_factory):
+    """The operator's workspace root of the served graph (PLANEXEC_WORKSPACE_ROOT)."""
+    return tmp_path_factory.mktemp("server-root")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_root):
+    log = tmp_path_factory.mktemp("server") / "langgraph-dev.log"
+    with langgraph_dev(log, {"PLANEXEC_WORKSPACE_ROOT": str(server_root)}) as url:
         yield url
 
 
+def planner_script(path, plan) -> str:
+    path.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": plan}]}]))
+    return f"scripted:{path}"
+
+
 @pytest.fixture
-def run_context(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
+def run_context(tmp_path, server_root):
+    name = f"sales-{uuid.uuid4().hex[:8]}"
+    ws = server_root / "shared" / name
+    ws.mkdir(parents=True)
     shutil.copy(EXAMPLES / "sales.csv", ws / "sales.csv")
-    script = tmp_path / "planner.json"
-    script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": sales_plan()}]}]))
-    return {"planner_model": f"scripted:{script}", "workspace": str(ws)}, ws
+    script = planner_script(tmp_path / "planner.json", sales_plan())
+    return {"planner_model": script, "workspace": name}, ws
 
 
 def test_sdk_plan_approve_edit_and_history(server, run_context):
@@ -95,13 +107,72 @@ def test_sdk_plan_approve_edit_and_history(server, run_context):
     assert (ws / "output" / "report.md").exists()
 
 
-def test_remote_graph_runs_like_a_local_one(server, run_context):
-    context, ws = run_context
+def test_remote_graph_runs_like_a_local_one(server, run_context, server_root):
+    context, _ = run_context
+    context = {"planner_model": context["planner_model"]}  # no name: the thread's own folder
     remote = RemoteGraph("planexec", url=server)
-    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    tid = str(uuid.uuid4())
+    config = {"configurable": {"thread_id": tid}}
+    (server_root / "threads" / tid).mkdir(parents=True)
+    shutil.copy(EXAMPLES / "sales.csv", server_root / "threads" / tid / "sales.csv")
     remote.invoke({"task": "Analyze sales.csv"}, config, context=context)
     state = remote.get_state(config)
     assert state.next == ("approval",)
     out = remote.invoke(Command(resume={"action": "approve"}), config, context=context)
     assert out["final"]["status"] == "succeeded"
     assert len(list(remote.get_state_history(config))) >= 5
+    assert (server_root / "threads" / tid / "output" / "report.md").exists()
+
+
+@pytest.mark.parametrize("name", ["/etc", "", "..", "../../etc"])
+def test_api_clients_cannot_choose_the_sandbox(server, server_root, tmp_path, name):
+    script = planner_script(
+        tmp_path / "p.json", plan_of(step(1, "read_file", {"path": "hostname"}))
+    )
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        result = await client.runs.wait(
+            tid,
+            "planexec",
+            input={"task": "read the hostname"},
+            context={"planner_model": script, "workspace": name, "approval": "never"},
+            raise_error=False,
+        )
+        return tid, result, await client.threads.get_state(tid)
+
+    tid, result, state = asyncio.run(scenario())
+    assert result["__error__"]["error"] == "SandboxError", result
+    assert "workspace" in result["__error__"]["message"]
+    assert not state["values"].get("steps")
+    assert not (server_root / "threads" / tid).exists()
+
+
+def test_concurrent_api_threads_never_share_files(server, server_root, tmp_path):
+    scripts = {
+        label: planner_script(
+            tmp_path / f"{label}.json",
+            plan_of(step(1, "write_file", {"path": "out.txt", "content": f"written by {label}"})),
+        )
+        for label in ("A", "B")
+    }
+
+    async def scenario():
+        client = get_client(url=server)
+        tids = {label: (await client.threads.create())["thread_id"] for label in scripts}
+        await asyncio.gather(
+            *(
+                client.runs.wait(
+                    tids[label],
+                    "planexec",
+                    input={"task": "write out.txt"},
+                    context={"planner_model": scripts[label], "approval": "never"},
+                )
+                for label in scripts
+            )
+        )
+        return tids
+
+    for label, tid in asyncio.run(scenario()).items():
+        assert (server_root / "threads" / tid / "out.txt").read_text() == f"written by {label}"

@@ -17,7 +17,9 @@ from pydantic import BaseModel, Field, ValidationError
 from planexec import models, prompts
 from planexec.context import Context, context_of
 from planexec.errors import WorkspaceError
-from planexec.runner import REF_KEY, summarize
+from planexec.outputs import OutputFileError, output_of
+from planexec.runner import summarize
+from planexec.sandbox import Sandbox
 from planexec.state import Evaluation, RoleUsage, State, StepRecord
 from planexec.tools.workspace import Workspace
 
@@ -40,7 +42,7 @@ def cheap_problem(output: Any, workspace: Workspace) -> str | None:
     """Return why an output cannot be right without asking a model, or None."""
     if output is None or output == "" or output == {} or output == []:
         return "the step produced no output"
-    if isinstance(output, dict) and REF_KEY not in output:
+    if isinstance(output, dict):
         for key, value in output.items():
             if (key.endswith("path") or key == "dataset") and isinstance(value, str) and value:
                 try:
@@ -53,20 +55,20 @@ def cheap_problem(output: Any, workspace: Workspace) -> str | None:
 
 
 def _judge(
-    state: State, ids: list[int], ctx: Context
+    state: State, outputs: dict[int, Any], ctx: Context
 ) -> tuple[dict[int, Verdict], dict[str, RoleUsage], str]:
     plan = state["plan"]
     assert plan is not None
     steps = {s["id"]: s for s in plan["steps"]}
-    records = state.get("steps", {})
+    ids = list(outputs)
     shown = [
         {
             "step": i,
             "description": steps[i]["description"],
             "expected_output": steps[i]["expected_output"],
-            "result": summarize(records[str(i)].get("output"), 2000),
+            "result": summarize(output, 2000),
         }
-        for i in ids
+        for i, output in outputs.items()
     ]
     model = models.load_chat_model(ctx.evaluator_model).bind_tools(
         [Verdicts], tool_choice="Verdicts"
@@ -84,20 +86,27 @@ def _judge(
     return {}, usage, "the judge's reply was not understood; results accepted on cheap checks"
 
 
-def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
+def evaluate(state: State, runtime: Runtime[Context], *, sandbox: Sandbox) -> dict[str, Any]:
     """Check the latest round's results and choose what happens next."""
     ctx = context_of(runtime.context)
-    workspace = Workspace(ctx.workspace)
+    workspace = sandbox.for_run(ctx)
+    store = sandbox.output_store()
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in state.get("steps", {}).items()}
     fresh = [
         int(sid)
         for sid, rec in records.items()
         if rec.get("status") == "succeeded" and not rec.get("checked")
     ]
+    outputs: dict[int, Any] = {}
     for sid in fresh:
         rec = records[str(sid)]
         rec["checked"] = True
-        problem = cheap_problem(rec.get("output"), workspace)
+        try:
+            outputs[sid] = output_of(rec, store)
+        except OutputFileError as exc:
+            problem: str | None = str(exc)
+        else:
+            problem = cheap_problem(outputs[sid], workspace)
         if problem:
             rec["status"], rec["error"] = "failed", f"check failed: {problem}"
 
@@ -106,7 +115,7 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     retry: list[int] = []
     judged = [sid for sid in fresh if records[str(sid)]["status"] == "succeeded"]
     if ctx.llm_judge and judged:
-        verdicts, usage, note = _judge({**state, "steps": records}, judged, ctx)
+        verdicts, usage, note = _judge(state, {sid: outputs[sid] for sid in judged}, ctx)
         update["usage"] = usage
         for sid, verdict in verdicts.items():
             rec = records[str(sid)]

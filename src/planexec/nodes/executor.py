@@ -24,9 +24,9 @@ from planexec.runner import (
     run_step_async,
     run_step_blocking,
 )
+from planexec.sandbox import Sandbox
 from planexec.state import RoleUsage, State, StepDoc, StepRecord, add_usage
 from planexec.tools.registry import ToolRegistry
-from planexec.tools.workspace import Workspace
 
 
 @task
@@ -42,7 +42,7 @@ async def arun_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
 
 
 def _prepare(
-    state: State, config: RunnableConfig, tools: ToolRegistry
+    state: State, config: RunnableConfig, tools: ToolRegistry, sandbox: Sandbox
 ) -> tuple[ExecutionRound, list[StepDoc]]:
     ctx: Context = context_of(get_runtime(Context).context)
     plan = state["plan"]
@@ -62,7 +62,8 @@ def _prepare(
         plan=plan,
         tools=tools,
         context=ctx,
-        workspace=Workspace(ctx.workspace),
+        workspace=sandbox.for_run(ctx, config),
+        outputs=sandbox.output_store(),
         run_id=run_id,
         gate=DependencyGate(finished),
         allowed_tools=sorted({s["tool"] for s in plan["steps"] if s["tool"]}),
@@ -120,12 +121,16 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
             output=res["output"],
             error=res["error"],
         )
+        if res.get("output_file") is not None:
+            records[str(res["id"])]["output_file"] = res["output_file"]
     return {"steps": records, "usage": usage, "evaluation": None}
 
 
-def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
+def execute(
+    state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
+) -> dict[str, Any]:
     """Run the pending steps (sync callers: ``graph.invoke``)."""
-    round_, to_run = _prepare(state, config, tools)
+    round_, to_run = _prepare(state, config, tools, sandbox)
     futures = [run_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))
@@ -136,9 +141,13 @@ def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dic
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
 
 
-async def aexecute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
+async def aexecute(
+    state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
+) -> dict[str, Any]:
     """Run the pending steps (async callers: ``graph.ainvoke``, the LangGraph server)."""
-    round_, to_run = await asyncio.to_thread(_prepare, state, config, tools)  # touches the disk
+    round_, to_run = await asyncio.to_thread(  # touches the disk
+        _prepare, state, config, tools, sandbox
+    )
     futures = [arun_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))

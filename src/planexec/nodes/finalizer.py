@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from planexec.runner import REF_KEY
+from planexec.outputs import OutputFileError, OutputStore, output_of
 from planexec.state import FinalResult, FinalStatus, State
 
 
-def _artifacts(output: Any) -> list[str]:
-    if isinstance(output, dict) and REF_KEY not in output:
+def _artifacts(record: Mapping[str, Any], outputs: OutputStore) -> list[str]:
+    """Files a step's output names (a spilled output that cannot be read back names none)."""
+    try:
+        output = output_of(record, outputs)
+    except OutputFileError:
+        return []
+    if isinstance(output, dict):
         return [v for k, v in output.items() if k.endswith("path") and isinstance(v, str) and v]
     return []
 
 
-def finalize(state: State) -> dict[str, Any]:
+def finalize(state: State, *, outputs: OutputStore) -> dict[str, Any]:
     """Summarise the run: status, answer, files made, and what failed and why."""
     plan = state.get("plan")
     records = state.get("steps", {})
@@ -53,14 +59,14 @@ def finalize(state: State) -> dict[str, Any]:
         a
         for s in steps
         if status_of[s["id"]] == "succeeded"
-        for a in _artifacts(records[str(s["id"])].get("output"))
+        for a in _artifacts(records[str(s["id"])], outputs)
     ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
     for sink in sinks:
-        output = records[str(sink["id"])].get("output")
-        made = _artifacts(output)
+        output = records[str(sink["id"])].get("output")  # a spilled one: its summary below
+        made = _artifacts(records[str(sink["id"])], outputs)
         if isinstance(output, str):
             lines.append(output)
         elif made:
