@@ -165,11 +165,12 @@ class Session:
             self.out.print(f"[red]refused:[/] {request['error']}")
         if request.get("side_effect_tools"):
             self.out.print("tools that write or send: " + ", ".join(request["side_effect_tools"]))
+        names = {"version": request["version"], "digest": request["digest"]}
         if self.yes:
             self.out.print("[green]approved[/] (--yes)")
-            return {"action": "approve"}
+            return {"action": "approve", **names}
         try:
-            return self._ask(request)
+            return {**self._ask(request), **names}  # an answer names the plan it is about
         except EOFError:
             raise Paused(
                 f"no answer on stdin; the run is paused. Continue it with: "
@@ -318,17 +319,9 @@ async def _run(
         if (await graph.aget_state(config)).values:
             raise UserError(f"thread {thread_id} already exists; use `planexec resume {thread_id}`")
         first: Any = {"task": task or (doc["goal"] if doc else "")}
-        if doc is not None:
+        if doc is not None:  # a plan file goes to approval like any plan (no planner call)
             await graph.aupdate_state(
-                config,
-                {
-                    "task": first["task"],
-                    "plan": doc,
-                    "steps": {
-                        str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]
-                    },
-                },
-                as_node="planner",
+                config, {"task": first["task"], "plan": doc}, as_node="planner"
             )
             first = None
         values = await drive(graph, config, context, first, session)

@@ -8,6 +8,7 @@ to steps it lists in ``depends_on``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Collection, Iterator
@@ -266,3 +267,25 @@ def topological_order(steps: list[StepDoc]) -> list[StepDoc]:
             ordered.append(steps[position[sid]])
             sorter.done(sid)
     return ordered
+
+
+def _sha256_of(content: Any) -> str:
+    canonical = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def step_digest(step: StepDoc | dict[str, Any]) -> str:
+    """Return the SHA-256 of one step's content; a step record is valid only for that content."""
+    return _sha256_of(step)
+
+
+def plan_digest(plan: PlanDoc | dict[str, Any]) -> str:
+    """Return the SHA-256 of a plan's content (goal and steps, canonical JSON).
+
+    The version is not part of it: two plans with the same goal and steps are the same plan.
+    An approval records this digest, and the executor runs a plan only if its digest is the
+    approved one.
+    """
+    return _sha256_of({"goal": plan.get("goal"), "steps": plan.get("steps")})

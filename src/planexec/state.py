@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+ApprovalAction = Literal["approve", "edit", "reject", "cancel", "auto", "refused", "not_approved"]
 Decision = Literal["finish", "retry", "replan", "give_up"]
 FinalStatus = Literal["succeeded", "partial", "failed", "cancelled"]
 
@@ -35,8 +36,43 @@ class PlanDoc(TypedDict):
     version: int
 
 
+class ApprovedPlan(TypedDict):
+    """The one plan the executor may run: its version and content digest, and who approved it.
+
+    ``tools`` are the tools approved so far for this task (the ``first`` policy lets a
+    replanner's revision run without asking only if it adds no side-effecting tool).
+    """
+
+    version: int
+    digest: str
+    by: Literal["reviewer", "policy"]
+    tools: list[str]
+
+
+class ProposedPlan(TypedDict):
+    """Which node made the current plan (and the digest it had then)."""
+
+    version: int
+    digest: str
+    by: Literal["planner", "replanner", "reviewer"]
+
+
+class ApprovalRecord(TypedDict, total=False):
+    """The latest decision at the approval step: a reviewer's, the policy's, or a refusal."""
+
+    action: ApprovalAction
+    version: int
+    digest: str
+    reason: str
+    error: str
+
+
 class StepRecord(TypedDict, total=False):
-    """What happened to one step of the current plan."""
+    """What happened to one step of the current plan.
+
+    ``step_digest`` names the exact step content the result belongs to: a record whose step
+    was changed since (by an edit, a state edit or a fork) no longer counts as finished.
+    """
 
     status: StepStatus
     attempts: int
@@ -47,6 +83,7 @@ class StepRecord(TypedDict, total=False):
     error: str | None
     checked: bool
     judged_retry: bool
+    step_digest: str
 
 
 class Revision(TypedDict):
@@ -122,9 +159,9 @@ class State(TypedDict):
     revisions: NotRequired[Annotated[list[Revision], operator.add]]
     steps: NotRequired[dict[str, StepRecord]]
     feedback: NotRequired[str | None]
-    approval: NotRequired[dict[str, Any] | None]
-    approved_version: NotRequired[int]
-    approved_tools: NotRequired[list[str]]
+    approval: NotRequired[ApprovalRecord | None]
+    approved: NotRequired[ApprovedPlan | None]
+    proposed: NotRequired[ProposedPlan | None]
     planning_errors: NotRequired[list[str]]
     evaluation: NotRequired[Evaluation | None]
     replans: NotRequired[int]

@@ -6,7 +6,6 @@ import json
 import os
 import sqlite3
 
-import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -90,11 +89,15 @@ def test_executor_refuses_a_plan_that_was_not_approved(use_models, ctx):
     approve(graph, ctx(), config)
     sneaky = graph.get_state(config).values["plan"] | {"version": 9}
     sneaky["steps"] = [step(1, "echo", {"text": "never approved"})]
-    graph.update_state(
-        config, {"plan": sneaky, "steps": {"1": {"status": "pending"}}}, as_node="approval"
-    )
-    with pytest.raises(PermissionError, match="was not approved"):
-        graph.invoke(None, config, context=ctx())
+    graph.update_state(config, {"plan": sneaky}, as_node="approval")
+    out = graph.invoke(None, config, context=ctx())  # the thread stays usable: asks again
+    asked = out["__interrupt__"][0].value
+    assert asked["error"].startswith("PlanNotApprovedError: ")
+    assert "not the approved plan" in asked["error"]
+    assert asked["plan"]["steps"][0]["args"] == {"text": "never approved"}
+    assert graph.get_state(config).values["steps"]["1"]["output"] == "approved"  # not re-run
+    done = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    assert done["steps"]["1"]["output"] == "never approved"  # a changed step runs afresh
 
 
 def test_prompt_injection_in_data_cannot_add_actions(use_models, ctx, workspace):

@@ -15,9 +15,9 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
+from planexec.plan import Plan, PlanValidationError, Step, plan_digest, to_doc, validate_plan
 from planexec.planning import request_plan
-from planexec.state import PlanDoc, Revision, State, StepDoc, StepRecord
+from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 
 
@@ -111,6 +111,9 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     return {
         **base,
         "plan": new_plan,
+        "proposed": ProposedPlan(
+            version=new_plan["version"], digest=plan_digest(new_plan), by="replanner"
+        ),
         "steps": new_records,
         "evaluation": None,
         "revisions": [
