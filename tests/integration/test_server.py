@@ -105,3 +105,91 @@ def test_remote_graph_runs_like_a_local_one(server, run_context):
     out = remote.invoke(Command(resume={"action": "approve"}), config, context=context)
     assert out["final"]["status"] == "succeeded"
     assert len(list(remote.get_state_history(config))) >= 5
+
+
+def planner_script(path, replies):
+    """A scripted planner for the server: each reply answers prompts matching its regex."""
+    path.write_text(
+        json.dumps([{"match": m, "tool_calls": [{"name": "Plan", "args": p}]} for m, p in replies])
+    )
+    return f"scripted:{path}"
+
+
+LIST = {"goal": "list", "steps": [{"id": 1, "tool": "list_files", "description": "list"}]}
+WRITE = {
+    "goal": "write",
+    "steps": [
+        {
+            "id": 1,
+            "tool": "write_file",
+            "args": {"path": "notes.md", "content": "written"},
+            "description": "write notes",
+        }
+    ],
+}
+
+
+def test_the_approval_contract_holds_over_the_api(server, tmp_path):
+    """Issue 8, cases 1-3 through langgraph_sdk, as Studio and other clients drive the server."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    planner = planner_script(
+        tmp_path / "planner.json",
+        [("second thoughts", LIST), ("task one", LIST), ("task two", WRITE)],
+    )
+    context = {"planner_model": planner, "workspace": str(ws)}
+
+    async def interrupt_of(client, tid):
+        state = await client.threads.get_state(tid)
+        return state["interrupts"][0]["value"] if state["interrupts"] else None
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, "planexec", input={"task": "task one"}, context=context)
+        v1 = await interrupt_of(client, tid)
+        approve = {"action": "approve", "digest": v1["digest"]}
+        await client.runs.wait(tid, "planexec", command={"resume": approve}, context=context)
+        assert (await client.threads.get_state(tid))["values"]["final"]["status"] == "succeeded"
+
+        # 1. a new task on the thread asks again: its write_file plan does not run by itself
+        await client.runs.wait(tid, "planexec", input={"task": "task two"}, context=context)
+        v2 = await interrupt_of(client, tid)
+        assert v2 is not None and v2["side_effect_tools"] == ["write_file"]
+        assert not (ws / "notes.md").exists()
+
+        # 2. Studio's state editor: only task/plan/feedback, and an edited plan must be approved
+        with pytest.raises(Exception, match="only feedback, plan, task can be edited"):
+            forged = {"version": v2["version"], "digest": v2["digest"], "by": "reviewer"}
+            await client.threads.update_state(tid, {"approved": {**forged, "tools": []}})
+        changed = {**v2["plan"], "goal": "changed behind the reviewer's back"}
+        await client.threads.update_state(tid, {"plan": changed})
+        await client.runs.wait(
+            tid, "planexec", command={"resume": {"action": "approve", "digest": v2["digest"]}}
+        )
+        asked = await interrupt_of(client, tid)
+        assert asked["origin"] == "state edit" and "awaiting approval" in asked["error"]
+        assert not (ws / "notes.md").exists()
+
+        # 3. reviewer A rejects while reviewer B approves what B saw: B's answer is refused
+        reject = {"action": "reject", "feedback": "second thoughts"}
+        await client.runs.create(tid, "planexec", command={"resume": reject}, context=context)
+        b = await client.runs.create(
+            tid,
+            "planexec",
+            command={"resume": {"action": "approve", "digest": asked["digest"]}},
+            context=context,
+            multitask_strategy="enqueue",
+        )
+        await client.runs.join(tid, b["run_id"])
+        latest = await interrupt_of(client, tid)
+        assert latest["plan"]["goal"] == "list" and latest["version"] == asked["version"] + 1
+        assert "awaiting approval" in latest["error"]
+        assert not (ws / "notes.md").exists()
+        state = await client.threads.get_state(tid)
+        assert (
+            state["values"]["revisions"][-1]["reason"]
+            == "rejected by the reviewer: second thoughts"
+        )
+
+    asyncio.run(scenario())
