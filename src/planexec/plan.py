@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planexec.state import PlanDoc, StepDoc
+from planexec.state import PlanDoc, StepDoc, StepRecord
 
 if TYPE_CHECKING:
     from planexec.tools.registry import ToolRegistry
@@ -289,3 +289,31 @@ def plan_digest(plan: PlanDoc | dict[str, Any]) -> str:
     approved one.
     """
     return _sha256_of({"goal": plan.get("goal"), "steps": plan.get("steps")})
+
+
+def current_records(plan: PlanDoc, records: dict[str, StepRecord]) -> dict[str, StepRecord]:
+    """Return the step records that still belong to this plan; the others become pending.
+
+    A record counts only if it was made for exactly this step's content and every step it
+    depends on counts too (a changed dependency means a changed input).
+    """
+    current: dict[str, StepRecord] = {}
+    valid: set[int] = set()
+    try:
+        ordered = topological_order(plan["steps"])
+    except CycleError:  # an invalid plan edited into state: none of it has run
+        return {str(s["id"]): StepRecord(status="pending", attempts=0) for s in plan["steps"]}
+    for step in ordered:
+        rec = records.get(str(step["id"]))
+        finished = rec is not None and rec.get("status", "pending") != "pending"
+        if (
+            rec is not None
+            and finished
+            and rec.get("step_digest") == step_digest(step)
+            and all(d in valid for d in step["depends_on"])
+        ):
+            valid.add(step["id"])
+            current[str(step["id"])] = rec
+        else:
+            current[str(step["id"])] = StepRecord(status="pending", attempts=0)
+    return current

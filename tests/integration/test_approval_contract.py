@@ -216,3 +216,17 @@ def test_a_replanned_plan_larger_than_max_steps_can_be_resent(graph, use_models,
     )
     assert done["final"]["status"] == "succeeded"
     assert sorted(CALLS) == ["kept", "new a", "new b"]  # 3 and 4 run in parallel
+
+
+def test_a_plan_edited_in_as_the_executor_is_neither_run_nor_reported_as_done(
+    graph, use_models, ctx
+):
+    use_models(planner=scripted(plan_reply(READ)))
+    config = thread()
+    asked = ask(graph, ctx, config)
+    resume(graph, ctx, config, {"action": "approve", "digest": asked["digest"]})
+    other = {**asked["plan"], "steps": [step(1, "record", {"text": "other"})]}
+    graph.update_state(config, {"plan": other}, as_node="executor")
+    out = graph.invoke(None, config, context=ctx())
+    again = out["__interrupt__"][0].value  # back at approval, not "succeeded" on stale results
+    assert again["error"].startswith("PlanNotApprovedError:") and CALLS == ["first task"]

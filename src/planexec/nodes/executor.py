@@ -17,7 +17,7 @@ from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
 from planexec.errors import PlanNotApprovedError
-from planexec.plan import plan_digest, step_digest, topological_order
+from planexec.plan import current_records, plan_digest, step_digest, topological_order
 from planexec.runner import (
     DependencyGate,
     ExecutionRound,
@@ -27,7 +27,6 @@ from planexec.runner import (
 )
 from planexec.state import (
     ApprovalRecord,
-    PlanDoc,
     RoleUsage,
     State,
     StepDoc,
@@ -143,30 +142,6 @@ def _result(fut: Future[Any] | asyncio.Future[Any], step: StepDoc) -> dict[str, 
             f"replayed result of step {result.get('id')} came back for step {step['id']}"
         )
     return result
-
-
-def current_records(plan: PlanDoc, records: dict[str, StepRecord]) -> dict[str, StepRecord]:
-    """Return the step records that still belong to this plan; the others become pending.
-
-    A record counts only if it was made for exactly this step's content and every step it
-    depends on counts too (a changed dependency means a changed input).
-    """
-    current: dict[str, StepRecord] = {}
-    valid: set[int] = set()
-    for step in topological_order(plan["steps"]):
-        rec = records.get(str(step["id"]))
-        finished = rec is not None and rec.get("status", "pending") != "pending"
-        if (
-            rec is not None
-            and finished
-            and rec.get("step_digest") == step_digest(step)
-            and all(d in valid for d in step["depends_on"])
-        ):
-            valid.add(step["id"])
-            current[str(step["id"])] = rec
-        else:
-            current[str(step["id"])] = StepRecord(status="pending", attempts=0)
-    return current
 
 
 def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from planexec.plan import current_records
 from planexec.runner import REF_KEY
 from planexec.state import FinalResult, FinalStatus, State
 
@@ -17,7 +18,7 @@ def _artifacts(output: Any) -> list[str]:
 def finalize(state: State) -> dict[str, Any]:
     """Summarise the run: status, answer, files made, and what failed and why."""
     plan = state.get("plan")
-    records = state.get("steps", {})
+    records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
     if approval.get("action") == "cancel":
         reason = approval.get("reason") or "no reason given"
