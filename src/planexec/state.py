@@ -21,6 +21,8 @@ class StepDoc(TypedDict):
 
     id: int
     tool: str | None
+    tools: list[str]
+    """Tools the executor model may call in a ``"tool": null`` step (empty: none)."""
     args: dict[str, Any]
     description: str
     depends_on: list[int]
