@@ -37,6 +37,16 @@ class PlanDoc(TypedDict):
     version: int
 
 
+class RefusedCall(TypedDict):
+    """A tool call a step's executor model made that its step does not list: not run."""
+
+    tool: str
+    args: str
+    """The call's arguments as JSON text, secrets redacted, cut at 500 characters."""
+    reason: str
+    attempt: int
+
+
 class StepRecord(TypedDict, total=False):
     """What happened to one step of the current plan."""
 
@@ -49,6 +59,8 @@ class StepRecord(TypedDict, total=False):
     error: str | None
     checked: bool
     judged_retry: bool
+    refused_calls: list[RefusedCall]
+    """Present when the step's model asked for tools its step does not list (first 20)."""
 
 
 class Revision(TypedDict):
