@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from rich.console import Console
+from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 from rich.tree import Tree
@@ -34,7 +35,7 @@ from planexec.errors import PlanexecError
 from planexec.graph import build_graph
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.state import PlanDoc, StepRecord
+from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.tools import default_registry
 
 app = typer.Typer(
@@ -112,7 +113,7 @@ class Session:
             status = records.get(str(step["id"]), {}).get("status", "pending")
             table.add_row(
                 str(step["id"]),
-                step["tool"] or "(model)",
+                tool_cell(step),
                 step["description"],
                 ", ".join(map(str, step["depends_on"])) or "-",
                 f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
@@ -157,6 +158,11 @@ class Session:
             self.out.print(f"  [magenta]↷ step {sid}[/] skipped: {event.get('reason')}")
         elif kind == "step_retry":
             self.out.print(f"  [yellow]↻ step {sid}[/] retrying after: {event.get('error')}")
+        elif kind == "tool_call_refused":
+            self.out.print(
+                f"  [red]⊘ step {sid}[/] refused a call to {escape(str(event.get('tool')))}: "
+                "not a tool of this step"
+            )
 
     def decide(self, request: dict[str, Any]) -> dict[str, Any]:
         """Ask the reviewer about a plan (or approve it with --yes)."""
@@ -199,6 +205,14 @@ class Session:
                 self.out.print("[red]the edited file is not valid JSON[/]; asking again")
                 continue
             return {"action": "edit", "plan": edited}
+
+
+def tool_cell(step: StepDoc) -> str:
+    """Return the plan table's tool cell: the step's tool, or the tools its model may call."""
+    if step["tool"]:
+        return escape(step["tool"])
+    listed = step.get("tools") or []
+    return escape(f"(model: {', '.join(listed)})" if listed else "(model, no tools)")
 
 
 def edit_in_editor(plan: PlanDoc) -> dict[str, Any] | None:

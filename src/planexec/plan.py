@@ -33,7 +33,12 @@ class Step(BaseModel):
     id: int = Field(ge=1, description="Unique positive integer id of the step.")
     tool: str | None = Field(
         description="Name of one available tool, or null for a step the executor model "
-        "does itself (writing, summarising) with the plan's tools at hand."
+        "does itself (writing, summarising)."
+    )
+    tools: list[str] = Field(
+        default_factory=list,
+        description='Only on a "tool": null step: the tools its executor model may call '
+        "(default none).",
     )
     args: dict[str, Any] = Field(
         default_factory=dict,
@@ -183,6 +188,29 @@ def _check_args(step: Step, tools: ToolRegistry) -> list[str]:
     return errors
 
 
+def _check_step_tools(step: Step, tools: ToolRegistry) -> list[str]:
+    """Check the tools a step lists: only on a tool-less step, registered, each once."""
+    if not step.tools:
+        return []
+    if step.tool is not None:
+        return [
+            f"step {step.id}: only a step with no tool may list tools; this step calls "
+            f"{step.tool!r} and nothing else"
+        ]
+    errors: list[str] = []
+    seen: set[str] = set()
+    for name in step.tools:
+        if name in seen:
+            errors.append(f"step {step.id}: tool {name!r} is listed twice in tools")
+        elif name not in tools:
+            errors.append(
+                f"step {step.id}: unknown tool {name!r} in tools "
+                f"(available: {', '.join(tools.names()) or 'none'})"
+            )
+        seen.add(name)
+    return errors
+
+
 def validate_plan(
     data: Any,
     tools: ToolRegistry,
@@ -225,6 +253,7 @@ def validate_plan(
             )
         elif step.tool is not None:
             errors.extend(_check_args(step, tools))
+        errors.extend(_check_step_tools(step, tools))
         for dep in step.depends_on:
             if dep == step.id:
                 errors.append(f"step {step.id} depends on itself")
@@ -252,6 +281,21 @@ def to_doc(plan: Plan, version: int) -> PlanDoc:
     """Turn a validated plan into the JSON-native artifact stored in state."""
     steps = [StepDoc(**step.model_dump()) for step in plan.steps]  # type: ignore[typeddict-item]
     return PlanDoc(goal=plan.goal, steps=steps, version=version)
+
+
+def step_tools(step: StepDoc) -> list[str]:
+    """Return the tools a step may call: its own tool, or the tools its step lists.
+
+    A tool-less step stored before steps had a ``tools`` field may call none.
+    """
+    if step["tool"] is not None:
+        return [step["tool"]]
+    return list(step.get("tools") or [])
+
+
+def plan_tools(plan: PlanDoc) -> list[str]:
+    """Return every tool a plan may call (tool steps and the tools steps list), sorted."""
+    return sorted({name for step in plan["steps"] for name in step_tools(step)})
 
 
 def topological_order(steps: list[StepDoc]) -> list[StepDoc]:

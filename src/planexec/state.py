@@ -22,6 +22,8 @@ class StepDoc(TypedDict):
 
     id: int
     tool: str | None
+    tools: list[str]
+    """Tools the executor model may call in a ``"tool": null`` step (empty: none)."""
     args: dict[str, Any]
     description: str
     depends_on: list[int]
@@ -67,6 +69,16 @@ class ApprovalRecord(TypedDict, total=False):
     error: str
 
 
+class RefusedCall(TypedDict):
+    """A tool call a step's executor model made that its step does not list: not run."""
+
+    tool: str
+    args: str
+    """The call's arguments as JSON text, secrets redacted, cut at 500 characters."""
+    reason: str
+    attempt: int
+
+
 class StepRecord(TypedDict, total=False):
     """What happened to one step of the current plan.
 
@@ -84,6 +96,8 @@ class StepRecord(TypedDict, total=False):
     checked: bool
     judged_retry: bool
     step_digest: str
+    refused_calls: list[RefusedCall]
+    """Present when the step's model asked for tools its step does not list (first 20)."""
 
 
 class Revision(TypedDict):

@@ -22,7 +22,7 @@ is the approved one.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -32,6 +32,7 @@ from planexec.context import Context, context_of
 from planexec.plan import (
     PlanValidationError,
     plan_digest,
+    plan_tools,
     to_doc,
     topological_order,
     validate_plan,
@@ -104,13 +105,6 @@ def parse_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
         except json.JSONDecodeError:
             answer = {"action": answer.strip().lower()}
     return _decision.validate_python(answer)
-
-
-def plan_tools(plan: PlanDoc) -> list[str]:
-    """Return every tool a plan may call: its steps' tools and the tools steps list."""
-    names = {s["tool"] for s in plan["steps"] if s.get("tool")}
-    names |= {t for s in plan["steps"] for t in (cast(dict[str, Any], s).get("tools") or [])}
-    return sorted(n for n in names if isinstance(n, str))
 
 
 def step_limit(state: State, ctx: Context) -> int:

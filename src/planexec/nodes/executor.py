@@ -105,7 +105,6 @@ def _prepare(
         workspace=Workspace(ctx.workspace),
         run_id=run_id,
         gate=DependencyGate(finished),
-        allowed_tools=sorted({s["tool"] for s in plan["steps"] if s["tool"]}),
     )
     to_run = [
         s for s in topological_order(plan["steps"]) if records[str(s["id"])]["status"] == "pending"
@@ -162,6 +161,8 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
             output=res["output"],
             error=res["error"],
         )
+        if res.get("refused_calls"):
+            records[str(res["id"])]["refused_calls"] = res["refused_calls"]
     return {"steps": records, "usage": usage, "evaluation": None}
 
 

@@ -22,9 +22,11 @@ from planexec.tools.registry import ToolRegistry
 
 
 def _signature(step: StepDoc | dict[str, Any]) -> str:
-    """Identify what a step does: its tool call (a model step also by its description)."""
+    """Identify what a step does: its tool call (a model step by its description and tools)."""
     what = (
-        [step["tool"], step["args"]] if step["tool"] else [None, step["args"], step["description"]]
+        [step["tool"], step["args"]]
+        if step["tool"]
+        else [None, step["args"], step["description"], sorted(step.get("tools") or [])]
     )
     return json.dumps(what, sort_keys=True, default=str)
 
