@@ -14,7 +14,6 @@ from langchain_core.tools import tool
 
 from planexec import Context, build_graph
 from planexec.plan import to_doc, validate_plan
-from planexec.state import StepRecord
 from planexec.tools import ToolRegistry
 
 # every benchmark thread works in its own folder under one throwaway root
@@ -101,11 +100,7 @@ def seed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: Context)
     doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
     graph.update_state(
         config,
-        {
-            "task": plan["goal"],
-            "plan": doc,
-            "steps": {str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]},
-        },
+        {"task": plan["goal"], "plan": doc},
         as_node="planner",
     )
 
@@ -114,11 +109,7 @@ async def aseed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: C
     doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
     await graph.aupdate_state(
         config,
-        {
-            "task": plan["goal"],
-            "plan": doc,
-            "steps": {str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]},
-        },
+        {"task": plan["goal"], "plan": doc},
         as_node="planner",
     )
 

@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from rich.console import Console
+from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 from rich.tree import Tree
@@ -36,7 +37,7 @@ from planexec.outputs import OutputStore, output_of
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.sandbox import Sandbox, check_thread_id, default_outputs_dir
-from planexec.state import PlanDoc, StepRecord
+from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.tools import default_registry
 
 app = typer.Typer(
@@ -134,7 +135,7 @@ class Session:
             status = records.get(str(step["id"]), {}).get("status", "pending")
             table.add_row(
                 str(step["id"]),
-                step["tool"] or "(model)",
+                tool_cell(step),
                 step["description"],
                 ", ".join(map(str, step["depends_on"])) or "-",
                 f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
@@ -179,6 +180,11 @@ class Session:
             self.out.print(f"  [magenta]↷ step {sid}[/] skipped: {event.get('reason')}")
         elif kind == "step_retry":
             self.out.print(f"  [yellow]↻ step {sid}[/] retrying after: {event.get('error')}")
+        elif kind == "tool_call_refused":
+            self.out.print(
+                f"  [red]⊘ step {sid}[/] refused a call to {escape(str(event.get('tool')))}: "
+                "not a tool of this step"
+            )
 
     def decide(self, request: dict[str, Any]) -> dict[str, Any]:
         """Ask the reviewer about a plan (or approve it with --yes)."""
@@ -187,11 +193,12 @@ class Session:
             self.out.print(f"[red]refused:[/] {request['error']}")
         if request.get("side_effect_tools"):
             self.out.print("tools that write or send: " + ", ".join(request["side_effect_tools"]))
+        names = {"version": request["version"], "digest": request["digest"]}
         if self.yes:
             self.out.print("[green]approved[/] (--yes)")
-            return {"action": "approve"}
+            return {"action": "approve", **names}
         try:
-            return self._ask(request)
+            return {**self._ask(request), **names}  # an answer names the plan it is about
         except EOFError:
             raise Paused(
                 f"no answer on stdin; the run is paused. Continue it with: "
@@ -220,6 +227,14 @@ class Session:
                 self.out.print("[red]the edited file is not valid JSON[/]; asking again")
                 continue
             return {"action": "edit", "plan": edited}
+
+
+def tool_cell(step: StepDoc) -> str:
+    """Return the plan table's tool cell: the step's tool, or the tools its model may call."""
+    if step["tool"]:
+        return escape(step["tool"])
+    listed = step.get("tools") or []
+    return escape(f"(model: {', '.join(listed)})" if listed else "(model, no tools)")
 
 
 def edit_in_editor(plan: PlanDoc) -> dict[str, Any] | None:
@@ -348,17 +363,9 @@ async def _run(
         if (await graph.aget_state(config)).values:
             raise UserError(f"thread {thread_id} already exists; use `planexec resume {thread_id}`")
         first: Any = {"task": task or (doc["goal"] if doc else "")}
-        if doc is not None:
+        if doc is not None:  # a plan file goes to approval like any plan (no planner call)
             await graph.aupdate_state(
-                config,
-                {
-                    "task": first["task"],
-                    "plan": doc,
-                    "steps": {
-                        str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]
-                    },
-                },
-                as_node="planner",
+                config, {"task": first["task"], "plan": doc}, as_node="planner"
             )
             first = None
         values = await drive(graph, config, context, first, session)

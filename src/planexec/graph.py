@@ -95,7 +95,7 @@ def build_graph(
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", routing.after_planner)
     builder.add_conditional_edges("approval", routing.after_approval)
-    builder.add_edge("executor", "evaluator")
+    builder.add_conditional_edges("executor", routing.after_executor)
     builder.add_conditional_edges("evaluator", routing.after_evaluator)
     builder.add_conditional_edges("replanner", routing.after_replanner)
     builder.set_finish_point("finalizer")

@@ -34,7 +34,8 @@ from planexec.errors import ToolError, TransientToolError
 from planexec.outputs import OutputStore, output_of
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
-from planexec.state import OutputFile, PlanDoc, RoleUsage, StepDoc, add_usage
+from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepDoc, add_usage
+from planexec.steptools import Refusals, allowed_tools
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
 
@@ -94,7 +95,6 @@ class ExecutionRound:
     outputs: OutputStore
     run_id: str
     gate: DependencyGate
-    allowed_tools: list[str]
     secrets: list[str] = field(default_factory=secret_values)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
@@ -178,6 +178,7 @@ def outcome(
     error: str | None = None,
     usage: dict[str, RoleUsage] | None = None,
     secrets: list[str] | None = None,
+    refused_calls: list[RefusedCall] | None = None,
 ) -> dict[str, Any]:
     """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed.
 
@@ -196,6 +197,8 @@ def outcome(
     }
     if output_file is not None:
         record["output_file"] = output_file
+    if refused_calls:
+        record["refused_calls"] = redact(refused_calls, secrets)
     return record
 
 
@@ -326,9 +329,10 @@ async def _model_step(
     round_: ExecutionRound,
     config: RunnableConfig,
     usage: dict[str, RoleUsage],
+    refusals: Refusals,
 ) -> str:
-    """Carry out a tool-less step with the executor model and the plan's tools (bounded loop)."""
-    allowed = {name: round_.tools.get(name) for name in round_.allowed_tools}
+    """Carry out a tool-less step with the executor model and its step's tools (bounded loop)."""
+    allowed = allowed_tools(step, round_.tools)
     model = await _in_daemon_thread(lambda: models.load_chat_model(round_.context.executor_model))
     bound = model.bind_tools(list(allowed.values())) if allowed else model
     shown_inputs = (
@@ -356,7 +360,7 @@ async def _model_step(
         messages.append(reply)
         for call in reply.tool_calls:
             if call["name"] not in allowed:
-                text = f"error: {call['name']!r} is not a tool of the approved plan; not run"
+                text = refusals.refuse(call["name"], call["args"], list(allowed))
             else:
                 try:
                     result = await asyncio.wait_for(
@@ -389,6 +393,7 @@ async def execute_step(
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     usage: dict[str, RoleUsage] = {}
+    refusals = Refusals(sid, write, round_.secrets)
     try:
         referenced = {ref for ref, _ in iter_references(step["args"])} | set(step["depends_on"])
         needed = {d: deps[d] for d in sorted(referenced & set(deps))}
@@ -413,11 +418,12 @@ async def execute_step(
     attempts, error = 0, "not run"
     while attempts < max_attempts:
         attempts += 1
+        refusals.attempt = attempts
         try:
             async with round_.slots():  # at most max_parallel_steps attempts at once
                 with use_workspace(round_.workspace):
                     if step["tool"] is None:
-                        work = _model_step(step, args, inputs, round_, config, usage)
+                        work = _model_step(step, args, inputs, round_, config, usage, refusals)
                     else:
                         work = call_tool(round_.tools.get(step["tool"]), args, config)
                     value = await asyncio.wait_for(work, ctx.step_timeout)
@@ -446,6 +452,7 @@ async def execute_step(
                 summary=summary,
                 usage=usage,
                 secrets=round_.secrets,
+                refused_calls=refusals.kept,
             )
         break
     write({"event": "step_failed", "step": sid, "error": error})
@@ -457,6 +464,7 @@ async def execute_step(
         error=error,
         usage=usage,
         secrets=round_.secrets,
+        refused_calls=refusals.kept,
     )
 
 

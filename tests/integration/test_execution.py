@@ -165,10 +165,10 @@ def test_large_outputs_go_to_a_file_and_still_flow_to_dependents(
     assert len(str(graph.get_state(config).values["steps"])) < 5_000
 
 
-def test_tool_less_step_uses_the_executor_model_with_only_the_plans_tools(use_models, ctx):
+def test_tool_less_step_uses_the_executor_model_with_only_the_steps_tools(use_models, ctx):
     plan = plan_of(
         step(1, "echo", {"text": "data"}),
-        step(2, None, {"topic": "$1"}, [1], expected="a sentence"),
+        {**step(2, None, {"topic": "$1"}, [1], expected="a sentence"), "tools": ["echo"]},
     )
     executor = scripted(
         ScriptedReply(
@@ -184,7 +184,7 @@ def test_tool_less_step_uses_the_executor_model_with_only_the_plans_tools(use_mo
     out, config = run(graph, ctx())
     assert out["steps"]["2"]["output"] == "Final: data summarised"
     second_prompt = executor.prompts[1]
-    assert "'always_fails' is not a tool of the approved plan" in second_prompt
+    assert "'always_fails' is not a tool of this step; not run" in second_prompt
     assert "tool says hi" in second_prompt
     usage = graph.get_state(config).values["usage"]
     assert usage["executor"]["calls"] == 2 and usage["planner"]["calls"] == 1

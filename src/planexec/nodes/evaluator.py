@@ -18,6 +18,7 @@ from planexec import models, prompts
 from planexec.context import Context, context_of
 from planexec.errors import WorkspaceError
 from planexec.outputs import OutputFileError, output_of
+from planexec.plan import current_records
 from planexec.runner import summarize
 from planexec.sandbox import Sandbox
 from planexec.state import Evaluation, RoleUsage, State, StepRecord
@@ -91,7 +92,10 @@ def evaluate(state: State, runtime: Runtime[Context], *, sandbox: Sandbox) -> di
     ctx = context_of(runtime.context)
     workspace = sandbox.for_run(ctx)
     store = sandbox.output_store()
-    records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in state.get("steps", {}).items()}
+    plan = state["plan"]
+    assert plan is not None
+    current = current_records(plan, state.get("steps") or {})  # only this plan's results count
+    records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in current.items()}
     fresh = [
         int(sid)
         for sid, rec in records.items()
@@ -128,7 +132,12 @@ def evaluate(state: State, runtime: Runtime[Context], *, sandbox: Sandbox) -> di
 
     failed = sorted(int(s) for s, r in records.items() if r.get("status") == "failed")
     skipped = sorted(int(s) for s, r in records.items() if r.get("status") == "skipped")
-    if not failed and not skipped:
+    unrun = sorted(int(s) for s, r in records.items() if r.get("status") == "pending")
+    if unrun:  # only a state edit or fork leaves steps unrun: the executor's gate decides
+        evaluation = Evaluation(
+            decision="retry", reason=f"steps {unrun} of this plan have not run", retry=unrun
+        )
+    elif not failed and not skipped:
         evaluation = Evaluation(decision="finish", reason="every step succeeded", retry=[])
     elif retry and len(retry) == len(failed):
         for sid in retry:

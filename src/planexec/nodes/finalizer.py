@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planexec.outputs import OutputFileError, OutputStore, output_of
+from planexec.plan import current_records
 from planexec.state import FinalResult, FinalStatus, State
 
 
@@ -23,7 +24,7 @@ def _artifacts(record: Mapping[str, Any], outputs: OutputStore) -> list[str]:
 def finalize(state: State, *, outputs: OutputStore) -> dict[str, Any]:
     """Summarise the run: status, answer, files made, and what failed and why."""
     plan = state.get("plan")
-    records = state.get("steps", {})
+    records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
     if approval.get("action") == "cancel":
         reason = approval.get("reason") or "no reason given"

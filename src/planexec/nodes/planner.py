@@ -11,10 +11,10 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.plan import to_doc
+from planexec.plan import plan_digest, to_doc
 from planexec.planning import request_plan
 from planexec.sandbox import Sandbox
-from planexec.state import Revision, State, StepRecord
+from planexec.state import ProposedPlan, Revision, State, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 
@@ -75,18 +75,36 @@ def plan(
             "usage": result.usage,
         }
     previous = state.get("plan")
+    doc = to_doc(result.plan, version=(previous["version"] + 1) if previous else 1)
     update: dict[str, Any] = {
-        "plan": to_doc(result.plan, version=(previous["version"] + 1) if previous else 1),
+        "plan": doc,
+        "proposed": ProposedPlan(version=doc["version"], digest=plan_digest(doc), by="planner"),
         "steps": {str(s.id): StepRecord(status="pending", attempts=0) for s in result.plan.steps},
+        # a plan from the planner starts a new approval: nothing approved before carries over
+        "approved": None,
+        "approval": None,
         "feedback": None,
         "planning_errors": [],
         "error": None,
-        "approval": None,
+        "evaluation": None,
+        "final": None,
+        "replans": 0,
         "usage": result.usage,
     }
     if previous:
-        reason = f"rejected by the reviewer: {state.get('feedback') or ''}".strip()
         update["revisions"] = [
-            Revision(version=previous["version"], reason=reason, plan=previous, outcomes={})
+            Revision(
+                version=previous["version"],
+                reason=replaced_because(state),
+                plan=previous,
+                outcomes=dict(state.get("steps") or {}),
+            )
         ]
     return update
+
+
+def replaced_because(state: State) -> str:
+    """Say truthfully why the planner replaces the previous plan."""
+    if (state.get("approval") or {}).get("action") == "reject" and state.get("feedback"):
+        return f"rejected by the reviewer: {state.get('feedback')}"
+    return f"a new task was given: {state['task']}"

@@ -15,16 +15,18 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
+from planexec.plan import Plan, PlanValidationError, Step, plan_digest, to_doc, validate_plan
 from planexec.planning import request_plan
-from planexec.state import PlanDoc, Revision, State, StepDoc, StepRecord
+from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 
 
 def _signature(step: StepDoc | dict[str, Any]) -> str:
-    """Identify what a step does: its tool call (a model step also by its description)."""
+    """Identify what a step does: its tool call (a model step by its description and tools)."""
     what = (
-        [step["tool"], step["args"]] if step["tool"] else [None, step["args"], step["description"]]
+        [step["tool"], step["args"]]
+        if step["tool"]
+        else [None, step["args"], step["description"], sorted(step.get("tools") or [])]
     )
     return json.dumps(what, sort_keys=True, default=str)
 
@@ -111,6 +113,9 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     return {
         **base,
         "plan": new_plan,
+        "proposed": ProposedPlan(
+            version=new_plan["version"], digest=plan_digest(new_plan), by="replanner"
+        ),
         "steps": new_records,
         "evaluation": None,
         "revisions": [
