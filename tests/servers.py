@@ -38,8 +38,11 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 
 @contextmanager
-def langgraph_dev(log: Path) -> Iterator[str]:
-    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL."""
+def langgraph_dev(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL.
+
+    The server gets no OpenAI key unless ``extra_env`` gives one.
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -48,6 +51,7 @@ def langgraph_dev(log: Path) -> Iterator[str]:
         "LANGSMITH_TRACING": "false",
     }
     env.pop("OPENAI_API_KEY", None)
+    env.update(extra_env or {})
     cli = Path(sys.executable).with_name("langgraph")
     with log.open("wb") as out:
         proc = subprocess.Popen(

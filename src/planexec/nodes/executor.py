@@ -23,6 +23,7 @@ from planexec.runner import (
     outcome,
     run_step_async,
     run_step_blocking,
+    running,
 )
 from planexec.state import RoleUsage, State, StepDoc, StepRecord, add_usage
 from planexec.tools.registry import ToolRegistry
@@ -30,15 +31,19 @@ from planexec.tools.workspace import Workspace
 
 
 @task
-def run_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
-    """Durable task: one step of the plan (sync runs)."""
-    return run_step_blocking(step, round_)
+def run_step(step: StepDoc) -> dict[str, Any]:
+    """Durable task: one step of the plan (sync runs).
+
+    Its argument is its trace input and shows in the ``debug``/``tasks`` streams: the step
+    only; the round (tools, context, secrets) comes from the node through ``runner.running``.
+    """
+    return run_step_blocking(step)
 
 
 @task
-async def arun_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
-    """Durable task: one step of the plan (async runs)."""
-    return await run_step_async(step, round_)
+async def arun_step(step: StepDoc) -> dict[str, Any]:
+    """Durable task: one step of the plan (async runs); takes only the step, like ``run_step``."""
+    return await run_step_async(step)
 
 
 def _prepare(
@@ -126,11 +131,12 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
 def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
     """Run the pending steps (sync callers: ``graph.invoke``)."""
     round_, to_run = _prepare(state, config, tools)
-    futures = [run_step(step, round_) for step in to_run]  # plan order: stable task ids
-    for step, fut in zip(to_run, futures, strict=True):
-        fut.add_done_callback(_publisher(round_, step))
     try:
-        concurrent.futures.wait(futures)
+        with running(round_):  # the tasks' context: they take only their step as argument
+            futures = [run_step(step) for step in to_run]  # plan order: stable task ids
+            for step, fut in zip(to_run, futures, strict=True):
+                fut.add_done_callback(_publisher(round_, step))
+            concurrent.futures.wait(futures)
     finally:
         round_.close()
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
@@ -139,8 +145,9 @@ def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dic
 async def aexecute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
     """Run the pending steps (async callers: ``graph.ainvoke``, the LangGraph server)."""
     round_, to_run = await asyncio.to_thread(_prepare, state, config, tools)  # touches the disk
-    futures = [arun_step(step, round_) for step in to_run]  # plan order: stable task ids
-    for step, fut in zip(to_run, futures, strict=True):
-        fut.add_done_callback(_publisher(round_, step))
-    await asyncio.gather(*futures, return_exceptions=True)
+    with running(round_):  # the tasks' context: they take only their step as argument
+        futures = [arun_step(step) for step in to_run]  # plan order: stable task ids
+        for step, fut in zip(to_run, futures, strict=True):
+            fut.add_done_callback(_publisher(round_, step))
+        await asyncio.gather(*futures, return_exceptions=True)
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
