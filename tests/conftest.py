@@ -61,7 +61,7 @@ def use_models(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, Scrip
                 raise AssertionError(f"no scripted model for {spec!r}")
             return by_role[role]
 
-        monkeypatch.setattr(models, "load_chat_model", load)
+        monkeypatch.setattr(models, "provider_model", load)
         return by_role
 
     return install
@@ -83,6 +83,19 @@ def ctx(workspace: Path) -> Callable[..., Context]:
         return Context(**base)
 
     return make
+
+
+@pytest.fixture
+def hostile(
+    use_models: Any, ctx: Callable[..., Context], monkeypatch: pytest.MonkeyPatch
+) -> Context:
+    """Two secrets in the environment, models that repeat them, a hostile run's context."""
+    from tests import leaky
+
+    for name, value in leaky.ENV.items():
+        monkeypatch.setenv(name, value)
+    use_models(planner=leaky.planner(), executor=leaky.executor(), evaluator=leaky.judge())
+    return ctx(llm_judge=True, max_replans=0, inline_output_limit=1024, step_max_attempts=2)
 
 
 @pytest.fixture(autouse=True)

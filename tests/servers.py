@@ -39,16 +39,19 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 @contextmanager
 def langgraph_dev(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL."""
+    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL.
+
+    The server gets no OpenAI key unless ``extra_env`` gives one.
+    """
     port = free_port()
     env = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "1",
         "LANGSMITH_TRACING": "false",
-        **(extra_env or {}),
     }
     env.pop("OPENAI_API_KEY", None)
+    env.update(extra_env or {})
     cli = Path(sys.executable).with_name("langgraph")
     with log.open("wb") as out:
         proc = subprocess.Popen(

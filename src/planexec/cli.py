@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import shutil
 import sqlite3
 import sys
 import time
+import traceback
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, nullcontext, redirect_stdout
@@ -37,6 +37,8 @@ from planexec.outputs import OutputStore, output_of
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.sandbox import Sandbox, check_thread_id, default_outputs_dir
+from planexec.scrubbed_io import scrubbed_stdio
+from planexec.secrets import mask_urls, register_url_secrets
 from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.tools import default_registry
 
@@ -73,8 +75,8 @@ def default_db() -> str:
 
 
 def redact(db: str) -> str:
-    """Hide the password of a database URL."""
-    return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", db)
+    """Hide the passwords of a database URL (``postgresql://user:***@host/db``)."""
+    return mask_urls(db)
 
 
 def is_postgres(db: str) -> bool:
@@ -100,6 +102,7 @@ def sandbox_for(folder: str | Path, db: str, outputs: str | None = None) -> Sand
 @asynccontextmanager
 async def open_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Open the checkpoint store: a SQLite file, or PostgreSQL for ``postgresql://`` URLs."""
+    register_url_secrets(db)  # scrubbed from everything printed, whatever quotes it
     async with AsyncExitStack() as stack:
         try:
             if is_postgres(db):
@@ -128,7 +131,9 @@ class Session:
     def plan(self, plan: PlanDoc, records: dict[str, StepRecord] | None = None) -> None:
         """Show a plan as a table and its dependency graph as a tree."""
         records = records or {}
-        table = Table(title=f"Plan v{plan['version']}: {plan['goal']}", title_justify="left")
+        table = Table(
+            title=f"Plan v{plan['version']}: {escape(plan['goal'])}", title_justify="left"
+        )
         for column in ("id", "tool", "description", "after", "status"):
             table.add_column(column, overflow="fold")
         for step in plan["steps"]:
@@ -136,7 +141,7 @@ class Session:
             table.add_row(
                 str(step["id"]),
                 tool_cell(step),
-                step["description"],
+                escape(step["description"]),
                 ", ".join(map(str, step["depends_on"])) or "-",
                 f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
             )
@@ -164,22 +169,27 @@ class Session:
         kind = event.get("event")
         if kind == "step_started":
             self.started[sid] = time.monotonic()  # type: ignore[index]
-            self.out.print(f"  [yellow]▶ step {sid}[/] running ({event.get('tool') or 'model'})")
+            tool = escape(str(event.get("tool") or "model"))
+            self.out.print(f"  [yellow]▶ step {sid}[/] running ({tool})")
             return
         elapsed = time.monotonic() - self.started.get(sid, time.monotonic())  # type: ignore[arg-type]
         if kind == "step_finished":
             self.out.print(
                 f"  [green]✔ step {sid}[/] done in {elapsed:.2f}s: "
-                f"{str(event.get('summary', ''))[:100]}"
+                f"{escape(str(event.get('summary', ''))[:100])}"
             )
         elif kind == "step_failed":
             self.out.print(
-                f"  [red]✘ step {sid}[/] failed after {elapsed:.2f}s: {event.get('error')}"
+                f"  [red]✘ step {sid}[/] failed after {elapsed:.2f}s: "
+                f"{escape(str(event.get('error')))}"
             )
         elif kind == "step_skipped":
-            self.out.print(f"  [magenta]↷ step {sid}[/] skipped: {event.get('reason')}")
+            reason = escape(str(event.get("reason")))
+            self.out.print(f"  [magenta]↷ step {sid}[/] skipped: {reason}")
         elif kind == "step_retry":
-            self.out.print(f"  [yellow]↻ step {sid}[/] retrying after: {event.get('error')}")
+            self.out.print(
+                f"  [yellow]↻ step {sid}[/] retrying after: {escape(str(event.get('error')))}"
+            )
         elif kind == "tool_call_refused":
             self.out.print(
                 f"  [red]⊘ step {sid}[/] refused a call to {escape(str(event.get('tool')))}: "
@@ -190,9 +200,12 @@ class Session:
         """Ask the reviewer about a plan (or approve it with --yes)."""
         self.plan(request["plan"])
         if request.get("error"):
-            self.out.print(f"[red]refused:[/] {request['error']}")
+            self.out.print(f"[red]refused:[/] {escape(str(request['error']))}")
+        for problem in request.get("problems") or []:
+            self.out.print(f"[red]invalid:[/] {escape(str(problem))}")
         if request.get("side_effect_tools"):
-            self.out.print("tools that write or send: " + ", ".join(request["side_effect_tools"]))
+            tools = ", ".join(map(str, request["side_effect_tools"]))
+            self.out.print("tools that write or send: " + escape(tools))
         names = {"version": request["version"], "digest": request["digest"]}
         if self.yes:
             self.out.print("[green]approved[/] (--yes)")
@@ -293,9 +306,9 @@ def report(values: dict[str, Any], thread_id: str, workspace: str, session: Sess
         style = "green" if status == "succeeded" else "red"
         session.out.print(f"\n[{style}]{status}[/] · thread {thread_id}")
         if final.get("answer"):
-            session.out.print(final["answer"])
+            session.out.print(escape(final["answer"]))
         for artifact in final.get("artifacts", []):
-            session.out.print(f"  → {Path(workspace, artifact)}")
+            session.out.print(f"  → {escape(str(Path(workspace, artifact)))}")
     return 0 if status == "succeeded" else EXIT_FAILED
 
 
@@ -395,17 +408,26 @@ def _context(
 
 
 def _guard(coro: Any) -> None:
-    """Run a command; a user's mistake prints one line and exits 2, never a traceback."""
-    try:
-        code = asyncio.run(coro)
-    except Paused as exc:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(str(exc))
-        raise typer.Exit(EXIT_FAILED) from None
-    except (PlanexecError, OSError) as exc:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {exc}")
-        raise typer.Exit(EXIT_ERROR) from None
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
+    """Run a command; a user's mistake prints one line and exits 2, never a traceback.
+
+    Everything printed meanwhile (the command's lines, what tools print, errors, a crash's
+    traceback) goes through ``scrubbed_stdio``: no secret value or database password.
+    """
+    with scrubbed_stdio():
+        errors = Console(stderr=True, highlight=False, soft_wrap=True)
+        try:
+            code = asyncio.run(coro)
+        except Paused as exc:
+            errors.print(escape(str(exc)))
+            code = EXIT_FAILED
+        except (PlanexecError, OSError) as exc:
+            errors.print(f"[red]error:[/] {escape(str(exc))}")
+            code = EXIT_ERROR
+        except KeyboardInterrupt:
+            code = 130
+        except Exception:  # noqa: BLE001 - a bug: its traceback, scrubbed like all output
+            sys.stderr.write(traceback.format_exc())
+            code = EXIT_FAILED
     raise typer.Exit(code)
 
 
@@ -458,7 +480,7 @@ async def _resume(thread_id: str, db: str, session: Session) -> int:
         graph = build_graph(checkpointer=saver)
         state = await graph.aget_state(config)
         if not state.values:
-            raise UserError(f"no run with thread id {thread_id} in {db}")
+            raise UserError(f"no run with thread id {thread_id} in {redact(db)}")
         meta = state.metadata or {}
         saved = json.loads(str(meta.get("planexec_context") or "{}"))
         # runs started before planexec_workspace existed kept their folder in the context
@@ -499,7 +521,7 @@ async def _show(thread_id: str, db: str, session: Session, step: int | None = No
         state = await graph.aget_state(config)
     values = state.values
     if not values:
-        raise UserError(f"no run with thread id {thread_id} in {db}")
+        raise UserError(f"no run with thread id {thread_id} in {redact(db)}")
     if step is not None:
         record = values.get("steps", {}).get(str(step))
         if record is None:
@@ -517,7 +539,7 @@ async def _show(thread_id: str, db: str, session: Session, step: int | None = No
         return 0
     out = session.out
     out.print(
-        f"[bold]{values.get('task')}[/] · thread {thread_id} · "
+        f"[bold]{escape(str(values.get('task')))}[/] · thread {thread_id} · "
         f"next: {', '.join(state.next) or 'done'}"
     )
     if values.get("plan"):
@@ -536,11 +558,11 @@ async def _show(thread_id: str, db: str, session: Session, step: int | None = No
                 rec.get("status", ""),
                 str(rec.get("attempts", 0)),
                 f"{took:.2f}" if took is not None else "-",
-                (rec.get("error") or rec.get("summary", ""))[:120],
+                escape((rec.get("error") or rec.get("summary", ""))[:120]),
             )
         out.print(timings)
     for rev in values.get("revisions", []):
-        out.print(f"revision v{rev['version']}: {rev['reason']}")
+        out.print(f"revision v{rev['version']}: {escape(rev['reason'])}")
     usage = values.get("usage", {})
     for role, use in usage.items():
         out.print(
@@ -587,11 +609,12 @@ async def _threads(db: str, limit: int, session: Session) -> int:
     if session.as_json:
         print(json.dumps(list(rows.values()), indent=1, default=str))
         return 0
-    table = Table(title=f"recent runs in {db}", title_justify="left")
+    table = Table(title=f"recent runs in {escape(redact(db))}", title_justify="left")
     for column in ("thread", "updated", "status", "task"):
         table.add_column(column, overflow="fold")
     for row in rows.values():
-        table.add_row(row["thread_id"], str(row["updated"])[:19], row["status"], row["task"][:80])
+        status, task = escape(row["status"]), escape(row["task"][:80])
+        table.add_row(row["thread_id"], str(row["updated"])[:19], status, task)
     session.out.print(table)
     return 0
 

@@ -1,6 +1,8 @@
 """Chat models by name: ``openai:MODEL`` (any OpenAI-compatible endpoint) or ``scripted:PATH``.
 
-Nodes call ``models.load_chat_model(...)`` through this module so a test can patch one place.
+Nodes call ``models.load_chat_model(...)``, which returns every model scrubbed of secrets
+(:class:`planexec.scrubbed.ScrubbedChatModel`); tests patch ``provider_model``, the one place
+that makes the provider's model.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from planexec.errors import ConfigurationError
+from planexec.scrubbed import ScrubbedChatModel
 from planexec.state import RoleUsage
 
 MISSING_KEY = (
@@ -21,7 +24,16 @@ MISSING_KEY = (
 
 
 def load_chat_model(spec: str) -> BaseChatModel:
-    """Return the chat model named by ``spec``: ``provider:model`` (provider openai by default)."""
+    """Return the chat model named by ``spec``, as planexec uses it: scrubbed of secrets.
+
+    What callbacks, traces and streams see of its calls (prompts, replies, tool-call
+    arguments, errors) holds ``[redacted]`` where a secret was.
+    """
+    return ScrubbedChatModel.around(provider_model(spec))
+
+
+def provider_model(spec: str) -> BaseChatModel:
+    """Return the provider's model named by ``spec`` (``provider:model``, openai by default)."""
     provider, sep, name = spec.partition(":")
     if not sep:
         provider, name = "openai", spec

@@ -6,6 +6,10 @@ retries, and keeps its output small in state (large outputs go to a file).
 The executor node calls one durable LangGraph ``@task`` per step, up front and in plan
 order, so a resumed run maps finished tasks back to the same steps; each task waits here
 for the steps it depends on, so a step starts as soon as its own dependencies are done.
+
+A task's arguments are its trace inputs and appear in the ``debug`` and ``tasks`` streams, so
+a step task takes only its step (small JSON); what the steps of a round share (tools, context,
+secrets to scrub) reaches them through :func:`current_round`, set by the executor node.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +32,7 @@ from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, ValidationError
 
-from planexec import models, prompts
+from planexec import models, prompts, scrubbed
 from planexec.context import Context
 from planexec.errors import ToolError, TransientToolError
 from planexec.outputs import OutputStore, output_of
@@ -119,6 +123,32 @@ class ExecutionRound:
             if self._steps_loop is not None:
                 self._steps_loop.close()
                 self._steps_loop = None
+
+
+_ROUND: contextvars.ContextVar[ExecutionRound] = contextvars.ContextVar("planexec_round")
+
+
+@contextlib.contextmanager
+def running(round_: ExecutionRound) -> Iterator[None]:
+    """Make ``round_`` the round of the step tasks called (and running) in this context."""
+    token = _ROUND.set(round_)
+    try:
+        yield
+    finally:
+        _ROUND.reset(token)
+
+
+def current_round() -> ExecutionRound:
+    """Return the round of the running step task (set by the executor node with ``running``)."""
+    try:
+        return _ROUND.get()
+    except LookupError:
+        raise RuntimeError("a step task runs only inside the executor node") from None
+
+
+def _secrets() -> list[str]:
+    round_ = _ROUND.get(None)
+    return round_.secrets if round_ is not None else secret_values()
 
 
 class StepLoop:
@@ -304,11 +334,43 @@ def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) ->
         fut.set_result(result)
 
 
+class ToolFailed(ToolError):
+    """A tool's failure as planexec reports it: the scrubbed description of what it raised."""
+
+
+class TransientToolFailed(ToolFailed, TransientToolError):
+    """A tool's failure that may pass on its own (it raised a transient error): retried."""
+
+
 async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
-    """Invoke a tool: natively async tools on the loop, others in a daemon thread."""
-    if _is_async_tool(tool_):
-        return await tool_.ainvoke(args, config)
-    return await _in_daemon_thread(lambda: tool_.invoke(args, config))
+    """Invoke a tool; return its result as JSON data with every secret replaced.
+
+    The real call runs quietly (natively async tools on the loop, others in a daemon thread):
+    callbacks and traces, if there are any, see a stand-in run (``config`` names and tags it)
+    with scrubbed arguments and result, and what the tool writes to the stream is scrubbed.
+    A failure is raised as :class:`ToolFailed` (or :class:`TransientToolFailed`) with a
+    scrubbed message.
+    """
+    secrets = _secrets()
+
+    async def work() -> Any:
+        problem: tuple[str, bool] | None = None
+        with scrubbed.quiet():
+            quiet = scrubbed.quiet_config(secrets)
+            try:
+                if _is_async_tool(tool_):
+                    value = await tool_.ainvoke(args, quiet)
+                else:
+                    value = await _in_daemon_thread(lambda: tool_.invoke(args, quiet))
+                return redact(jsonable(value), secrets)
+            except Exception as exc:  # noqa: BLE001 - reported as a scrubbed ToolFailed
+                problem = (redact(_describe_error(exc), secrets), isinstance(exc, TRANSIENT))
+        message, transient = problem  # raised here, outside the handler: no chained original
+        raise (TransientToolFailed if transient else ToolFailed)(message)
+
+    if not scrubbed.observed(config):  # no tracer or stream handler: no stand-in run needed
+        return await work()
+    return await scrubbed.ToolRun.of(tool_, work).ainvoke(redact(args, secrets), config)
 
 
 def _describe_error(exc: BaseException) -> str:
@@ -468,14 +530,16 @@ async def execute_step(
     )
 
 
-def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
+def run_step_blocking(step: StepDoc) -> dict[str, Any]:
     """Body of the sync step task: run the async step on the round's loop thread and wait."""
-    result: dict[str, Any] = round_.steps_loop().run(lambda: run_step_async(step, round_))
+    round_ = current_round()
+    result: dict[str, Any] = round_.steps_loop().run(lambda: run_step_async(step))
     return result
 
 
-async def run_step_async(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
+async def run_step_async(step: StepDoc) -> dict[str, Any]:
     """Body of the async step task: await dependencies on the loop, then run the step."""
+    round_ = current_round()
     deps = await round_.gate.wait_async(step["depends_on"])
     result = await execute_step(step, deps, round_)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits

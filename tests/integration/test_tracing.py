@@ -67,7 +67,7 @@ from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, step
 plan = plan_of(step(1, "echo", {"text": "a"}))
-models.load_chat_model = lambda spec: ScriptedChatModel(
+models.provider_model = lambda spec: ScriptedChatModel(
     replies=[ScriptedReply(tool_calls=[{"name": "Plan", "args": plan}])])
 graph = build_graph(
     checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), workspace_root=sys.argv[1]
@@ -80,7 +80,8 @@ wait_for_all_tracers()
 """
 
 
-def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
+def sent_to_langsmith(script: str, tmp_path, env: dict[str, str] | None = None) -> bytes:
+    """Run ``script`` with LangSmith tracing on, against a loopback endpoint; return what it got."""
     import http.server
     import os
     import subprocess
@@ -110,16 +111,17 @@ def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Sink)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        env = {
+        full_env = {
             **os.environ,
             "LANGSMITH_TRACING": "true",
             "LANGSMITH_API_KEY": "lsv2-fake-key-123",
             "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+            **(env or {}),
         }
         done = subprocess.run(
-            [sys.executable, "-c", TRACED_RUN, str(tmp_path)],
-            env=env,
+            [sys.executable, "-c", script, str(tmp_path)],
+            env=full_env,
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -128,6 +130,60 @@ def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
         assert done.returncode == 0, done.stderr
     finally:
         server.shutdown()
-    sent = b"".join(received)
+    return b"".join(received)
+
+
+def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
+    sent = sent_to_langsmith(TRACED_RUN, tmp_path)
     for name in (b"planner", b"executor", b"step 1: echo", b"planexec:thread:langsmith-thread"):
         assert name in sent, name
+
+
+def test_the_tracer_sees_no_secret(hostile, workspace):
+    from tests import leaky
+
+    graph = build_graph(checkpointer=InMemorySaver(), tools=leaky.registry())
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": "traced-secrets"}, "callbacks": [recorder]}
+    graph.invoke({"task": "t"}, config, context=hostile)
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=hostile)
+    assert out["final"]["status"] == "partial"
+    names = {run.name for run in recorder.runs}
+    assert {"step 1: leak", "step 5: executor model", "step 8: echo"} <= names
+    assert any(run.run_type == "llm" for run in recorder.runs)
+    for run in recorder.runs:
+        seen = [run.inputs, run.outputs, run.error, run.serialized, run.extra, run.events]
+        assert leaky.leaks(seen) == [], (run.name, run.run_type, leaky.leaks(seen))
+
+
+HOSTILE_TRACED_RUN = """
+import sys
+from langchain_core.tracers.langchain import wait_for_all_tracers
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from planexec import Context, build_graph, models
+from tests import leaky
+scripted = {"planner": leaky.planner(), "executor": leaky.executor(), "evaluator": leaky.judge()}
+models.provider_model = lambda spec: scripted[spec]
+graph = build_graph(
+    checkpointer=InMemorySaver(), tools=leaky.registry(), workspace_root=sys.argv[1]
+)
+ctx = Context(workspace="ws", planner_model="planner", executor_model="executor",
+              evaluator_model="evaluator", llm_judge=True, max_replans=0,
+              inline_output_limit=1024, step_max_attempts=2, retry_initial_interval=0.01)
+config = {"configurable": {"thread_id": "langsmith-secrets"}}
+graph.invoke({"task": "t"}, config, context=ctx)
+out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)
+assert out["final"]["status"] == "partial", out["final"]
+wait_for_all_tracers()
+"""
+
+
+def test_langsmith_receives_no_secret(tmp_path):
+    from tests import leaky
+
+    sent = sent_to_langsmith(HOSTILE_TRACED_RUN, tmp_path, env=leaky.ENV)
+    for name in (b"step 1: leak", b"step 5: executor model", b"planexec:thread:langsmith-secrets"):
+        assert name in sent, name
+    for secret in leaky.SECRETS:
+        assert secret.encode() not in sent, secret

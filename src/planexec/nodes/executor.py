@@ -24,6 +24,7 @@ from planexec.runner import (
     outcome,
     run_step_async,
     run_step_blocking,
+    running,
 )
 from planexec.sandbox import Sandbox
 from planexec.state import (
@@ -38,15 +39,19 @@ from planexec.tools.registry import ToolRegistry
 
 
 @task
-def run_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
-    """Durable task: one step of the plan (sync runs)."""
-    return run_step_blocking(step, round_)
+def run_step(step: StepDoc) -> dict[str, Any]:
+    """Durable task: one step of the plan (sync runs).
+
+    Its argument is its trace input and shows in the ``debug``/``tasks`` streams: the step
+    only; the round (tools, context, secrets) comes from the node through ``runner.running``.
+    """
+    return run_step_blocking(step)
 
 
 @task
-async def arun_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
-    """Durable task: one step of the plan (async runs)."""
-    return await run_step_async(step, round_)
+async def arun_step(step: StepDoc) -> dict[str, Any]:
+    """Durable task: one step of the plan (async runs); takes only the step, like ``run_step``."""
+    return await run_step_async(step)
 
 
 def approval_problem(state: State) -> str | None:
@@ -176,11 +181,12 @@ def execute(
     if problem := approval_problem(state):
         return _refusal(state, problem)
     round_, to_run = _prepare(state, config, tools, sandbox)
-    futures = [run_step(step, round_) for step in to_run]  # plan order: stable task ids
-    for step, fut in zip(to_run, futures, strict=True):
-        fut.add_done_callback(_publisher(round_, step))
     try:
-        concurrent.futures.wait(futures)
+        with running(round_):  # the tasks' context: they take only their step as argument
+            futures = [run_step(step) for step in to_run]  # plan order: stable task ids
+            for step, fut in zip(to_run, futures, strict=True):
+                fut.add_done_callback(_publisher(round_, step))
+            concurrent.futures.wait(futures)
     finally:
         round_.close()
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
@@ -195,8 +201,9 @@ async def aexecute(
     round_, to_run = await asyncio.to_thread(  # touches the disk
         _prepare, state, config, tools, sandbox
     )
-    futures = [arun_step(step, round_) for step in to_run]  # plan order: stable task ids
-    for step, fut in zip(to_run, futures, strict=True):
-        fut.add_done_callback(_publisher(round_, step))
-    await asyncio.gather(*futures, return_exceptions=True)
+    with running(round_):  # the tasks' context: they take only their step as argument
+        futures = [arun_step(step) for step in to_run]  # plan order: stable task ids
+        for step, fut in zip(to_run, futures, strict=True):
+            fut.add_done_callback(_publisher(round_, step))
+        await asyncio.gather(*futures, return_exceptions=True)
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])

@@ -1,0 +1,241 @@
+"""Model and tool calls as callbacks, traces and streams see them: scrubbed of secrets.
+
+LangChain reports every model and tool call to the run's callbacks: tracers (LangSmith or
+any other), LangGraph's ``messages`` stream, ``astream_events`` and the server's ``events``
+mode. planexec runs each real call *quietly* (no callbacks inherited, LangSmith tracing off)
+and shows callbacks a stand-in run instead, whose inputs and outputs are scrubbed
+(:func:`planexec.secrets.redact`): a model that repeats a key, or a tool that returns,
+raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
+
+* :class:`ScrubbedChatModel` wraps a chat model (``models.load_chat_model`` returns every
+  model this way). It never streams tokens: a secret split across tokens could not be
+  recognised, so the ``messages`` stream gets each reply whole, scrubbed.
+* :class:`ToolRun` is the stand-in of one tool call (``runner.call_tool`` makes it); the real
+  call runs inside :func:`quiet` with :func:`quiet_config`, whose stream writer scrubs what
+  the tool itself writes to the ``custom`` stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForLLMRun,
+    BaseCallbackManager,
+    CallbackManagerForLLMRun,
+)
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
+from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, ensure_config
+from langchain_core.tools import BaseTool
+from langchain_core.tracers.context import tracing_v2_callback_var
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
+from langgraph.runtime import Runtime
+from langsmith.run_helpers import tracing_context
+from pydantic import ConfigDict
+
+from planexec.secrets import redact, secret_values
+
+ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
+
+
+@contextmanager
+def quiet() -> Iterator[None]:
+    """Run the enclosed calls untraced: LangSmith tracing off, also under ``tracing_v2_enabled``.
+
+    Together with :func:`quiet_config` (no inherited callbacks) nothing reports these calls.
+    """
+    token = tracing_v2_callback_var.set(None)
+    try:
+        with tracing_context(enabled=False):
+            yield
+    finally:
+        tracing_v2_callback_var.reset(token)
+
+
+def quiet_config(secrets: list[str]) -> RunnableConfig:
+    """Config of a quiet call made inside a graph task: no callbacks, a scrubbing stream writer.
+
+    LangGraph keeps the task's runtime (and the ``get_stream_writer()`` it hands out) under a
+    private configurable key; there is no public way to give a nested call another writer.
+    """
+    config: RunnableConfig = {"callbacks": []}
+    configurable = dict(ensure_config().get("configurable") or {})
+    runtime = configurable.get(CONFIG_KEY_RUNTIME)
+    if isinstance(runtime, Runtime):
+        write = runtime.stream_writer
+
+        def scrubbed_write(chunk: Any) -> None:
+            write(redact(chunk, secrets))
+
+        configurable[CONFIG_KEY_RUNTIME] = runtime.override(stream_writer=scrubbed_write)
+        config["configurable"] = configurable
+    return config
+
+
+def observed(config: RunnableConfig | None = None) -> bool:
+    """Say whether any callback handler (a tracer, a stream) would see a call made here."""
+    callbacks = ensure_config(config).get("callbacks")
+    if isinstance(callbacks, BaseCallbackManager):
+        return bool(callbacks.handlers)
+    return bool(callbacks)
+
+
+def scrub_exception(exc: BaseException, secrets: list[str]) -> None:
+    """Scrub an exception's message (and its causes') in place, keeping its type."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.args = tuple(redact(arg, secrets) for arg in current.args)
+        for name in ERROR_TEXT_ATTRIBUTES:
+            value = getattr(current, name, None)
+            if isinstance(value, str):
+                with contextlib.suppress(AttributeError):  # a read-only property
+                    setattr(current, name, redact(value, secrets))
+        current = current.__cause__ or current.__context__
+
+
+class ScrubbedChatModel(BaseChatModel):
+    """A chat model whose calls callbacks, traces and streams see only scrubbed.
+
+    The prompt is scrubbed before the run is reported, the reply (text, tool calls and their
+    arguments, metadata) before it is returned, and errors keep their type with scrubbed
+    messages (retry policies still recognise them). The wrapped model runs quietly.
+    """
+
+    inner: Runnable[LanguageModelInput, BaseMessage]
+    disable_streaming: bool = True
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @classmethod
+    def around(cls, model: BaseChatModel) -> ScrubbedChatModel:
+        """Wrap ``model`` (a model that is already wrapped is returned as it is)."""
+        return model if isinstance(model, ScrubbedChatModel) else cls(inner=model)
+
+    @property
+    def _llm_type(self) -> str:
+        return "planexec-scrubbed"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"inner": self._base_name()}
+
+    def __repr__(self) -> str:
+        """Name the wrapped model only: a repr lands in traces (``serialized``)."""
+        return f"ScrubbedChatModel({self._base_name()})"
+
+    def _base(self) -> BaseChatModel | None:
+        inner = self.inner
+        if isinstance(inner, RunnableBinding):
+            inner = inner.bound
+        return inner if isinstance(inner, BaseChatModel) else None
+
+    def _base_name(self) -> str:
+        base = self._base()
+        return type(base).__name__ if base is not None else type(self.inner).__name__
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        base = self._base()
+        if base is None:
+            return super()._get_ls_params(stop=stop, **kwargs)
+        return base._get_ls_params(stop=stop, **kwargs)
+
+    def bind_tools(
+        self,
+        tools: Sequence[Any],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> ScrubbedChatModel:
+        """Bind tools to the wrapped model; the result is scrubbed the same way."""
+        base = self.inner
+        if not isinstance(base, BaseChatModel):
+            raise TypeError("bind_tools needs a ScrubbedChatModel around a chat model")
+        if tool_choice is not None:
+            kwargs["tool_choice"] = tool_choice
+        return ScrubbedChatModel(inner=base.bind_tools(tools, **kwargs))
+
+    def generate(self, messages: list[list[BaseMessage]], *args: Any, **kwargs: Any) -> LLMResult:
+        """Scrub the prompts, then generate (callbacks see the scrubbed prompts)."""
+        return super().generate([redact(m) for m in messages], *args, **kwargs)
+
+    async def agenerate(
+        self, messages: list[list[BaseMessage]], *args: Any, **kwargs: Any
+    ) -> LLMResult:
+        """Scrub the prompts, then generate (callbacks see the scrubbed prompts)."""
+        return await super().agenerate([redact(m) for m in messages], *args, **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        secrets = secret_values()
+        if stop is not None:
+            kwargs["stop"] = stop
+        try:
+            with quiet():
+                reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
+        except Exception as exc:
+            scrub_exception(exc, secrets)
+            raise
+        return _scrubbed_result(reply, secrets)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        secrets = secret_values()
+        if stop is not None:
+            kwargs["stop"] = stop
+        try:
+            with quiet():
+                reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
+        except Exception as exc:
+            scrub_exception(exc, secrets)
+            raise
+        return _scrubbed_result(reply, secrets)
+
+
+def _scrubbed_result(reply: BaseMessage, secrets: list[str]) -> ChatResult:
+    if not isinstance(reply, BaseMessage):
+        reply = AIMessage(content=str(reply))
+    return ChatResult(generations=[ChatGeneration(message=redact(reply, secrets))])
+
+
+class ToolRun(BaseTool):
+    """The stand-in callbacks see of one tool call: its name, and what ``work`` returns.
+
+    Invoke it with the call's scrubbed arguments; ``work`` makes the real call quietly and
+    returns a scrubbed result or raises an error with a scrubbed message.
+    """
+
+    work: Callable[[], Awaitable[Any]]
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @classmethod
+    def of(cls, tool: BaseTool, work: Callable[[], Awaitable[Any]]) -> ToolRun:
+        """Make the stand-in of a call of ``tool``."""
+        return cls(
+            name=tool.name,
+            description=tool.description,
+            tags=tool.tags,
+            metadata=tool.metadata,
+            work=work,
+        )
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.work()
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError("a ToolRun is awaited: use ainvoke")

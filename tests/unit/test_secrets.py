@@ -1,0 +1,126 @@
+"""Which values are secrets, how they are scrubbed from data, text, model errors and stdout."""
+
+from __future__ import annotations
+
+import io
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatResult
+
+from planexec import models
+from planexec.scrubbed import ScrubbedChatModel
+from planexec.scrubbed_io import ScrubbingStream
+from planexec.secrets import (
+    REDACTED,
+    mask_urls,
+    redact,
+    register_url_secrets,
+    scrub_text,
+    secret_values,
+    url_passwords,
+)
+from tests.strategies import examples
+
+KEY = "sk-unit-KEY-24680abcdef"
+
+
+@pytest.fixture
+def key_in_env(monkeypatch):
+    monkeypatch.setenv("ACME_API_KEY", KEY)
+
+
+PASSWORD_CHARS = string.ascii_letters + string.digits + "@:%!$&'()*+,;=-._~"
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(
+    user=st.text(string.ascii_lowercase, min_size=1, max_size=8),
+    password=st.text(PASSWORD_CHARS, min_size=1, max_size=24),
+)
+def test_a_url_password_is_masked_whatever_it_holds(user, password):
+    url = f"postgresql://{user}:{password}@db.example:5432/runs"
+    assert mask_urls(url) == f"postgresql://{user}:***@db.example:5432/runs"
+    assert password in url_passwords(url) or password in mask_urls(url)
+    assert mask_urls(f"error in {url}: refused") == f"error in {mask_urls(url)}: refused"
+
+
+def test_query_passwords_are_masked_too():
+    url = "postgresql://u@h/db?sslmode=require&password=hunter2hunter2&sslpassword=p4ss"
+    assert mask_urls(url) == "postgresql://u@h/db?sslmode=require&password=***&sslpassword=***"
+
+
+def test_which_env_values_are_secrets(monkeypatch):
+    monkeypatch.setenv("SMTP_PASS", "smtp-password-1")
+    monkeypatch.setenv("SENTRY_DSN", "https://abc123def456@o1.ingest.example/1")
+    monkeypatch.setenv("DATABASE_URL", "postgresql://app:db-password-7@db/app")
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to replace safely
+    monkeypatch.setenv("PLAIN_SETTING", "not-a-secret-value")
+    found = secret_values()
+    assert {"smtp-password-1", "https://abc123def456@o1.ingest.example/1"} <= set(found)
+    assert "db-password-7" in found
+    assert "abc" not in found and "not-a-secret-value" not in found
+    assert found == sorted(found, key=len, reverse=True)
+
+
+def test_registered_database_passwords_are_secrets():
+    register_url_secrets("postgresql://u:x@registered-pw-1@127.0.0.1:1/db")
+    assert {"x@registered-pw-1", "registered-pw-1"} <= set(secret_values())
+    assert "x" not in secret_values()  # too short: it would garble text
+    register_url_secrets("postgresql://postgres:postgres@localhost/postgres")
+    assert "postgres" not in secret_values()  # it is the user's name too: it hides nothing
+
+
+def test_redact_keeps_the_shape_of_messages_and_data(key_in_env):
+    message = AIMessage(
+        content=f"key {KEY}",
+        tool_calls=[{"name": "t", "args": {"k": KEY, KEY: [KEY]}, "id": "1"}],
+        additional_kwargs={"raw": f"'{KEY}'"},
+    )
+    clean = redact(message)
+    assert isinstance(clean, AIMessage) and clean.content == f"key {REDACTED}"
+    assert clean.tool_calls[0]["args"] == {"k": REDACTED, REDACTED: [REDACTED]}
+    assert KEY not in repr(clean)
+    assert redact((KEY, 3, None)) == (REDACTED, 3, None)
+    assert message.content == f"key {KEY}"  # the original is left alone
+
+
+class Failing(BaseChatModel):
+    """A provider model whose error quotes the key."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "failing"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        raise ConnectionError(f"refused for {KEY}")
+
+
+def test_model_errors_keep_their_type_and_lose_the_key(key_in_env, monkeypatch):
+    monkeypatch.setattr(models, "provider_model", lambda spec: Failing())
+    model = models.load_chat_model("any")
+    assert isinstance(model, ScrubbedChatModel)
+    with pytest.raises(ConnectionError) as caught:  # still retried as a transient error
+        model.invoke([HumanMessage("hi")])
+    assert str(caught.value) == f"refused for {REDACTED}"
+    assert KEY not in repr(model) and "Failing" in repr(model)
+
+
+def test_stdout_is_scrubbed_line_by_line(key_in_env):
+    target = io.StringIO()
+    stream = ScrubbingStream(target)  # type: ignore[arg-type]
+    for char in f"one {KEY} two\nhalf {KEY[:5]}":
+        stream.write(char)
+    assert target.getvalue() == f"one {REDACTED} two\n"
+    stream.write(f"{KEY[5:]} end")
+    stream.flush()
+    assert target.getvalue() == f"one {REDACTED} two\nhalf {REDACTED} end"
+
+
+def test_scrub_text_masks_urls_and_values(key_in_env):
+    text = f"postgresql://u:pw@h/db failed; key {KEY}"
+    assert scrub_text(text) == f"postgresql://u:***@h/db failed; key {REDACTED}"
