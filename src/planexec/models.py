@@ -42,7 +42,9 @@ def load_chat_model(spec: str) -> BaseChatModel:
 def _openai_model(name: str, base_url: str | None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model=name, base_url=base_url, max_retries=2)
+    # planexec's RetryPolicy is the one retry layer (planexec.transient): the client makes one
+    # request per call, so a call costs at most MODEL_RETRY.max_attempts requests, not 3 × 3.
+    return ChatOpenAI(model=name, base_url=base_url, max_retries=0)
 
 
 def usage_of(role: str, message: BaseMessage) -> dict[str, RoleUsage]:

@@ -31,14 +31,16 @@ from pydantic import BaseModel, ValidationError
 
 from planexec import models, prompts
 from planexec.context import Context
-from planexec.errors import ToolError, TransientToolError
+from planexec.errors import ToolError
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
 from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
+from planexec.transient import is_transient
 
-TRANSIENT = (TransientToolError, TimeoutError, ConnectionError)
+MAX_RETRY_INTERVAL = 60.0
+"""Longest wait, in seconds, before a step's next attempt, however the backoff is set."""
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 REF_KEY = "$ref"
 
@@ -189,6 +191,15 @@ def outcome(
         "error": redact(error, secrets),
         "usage": usage or {},
     }
+
+
+def retry_delay(context: Context, attempt: int) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (exponential, capped)."""
+    try:
+        delay = context.retry_initial_interval * context.retry_backoff_factor ** (attempt - 1)
+    except OverflowError:
+        return MAX_RETRY_INTERVAL
+    return min(delay, MAX_RETRY_INTERVAL)
 
 
 def jsonable(value: Any) -> Any:
@@ -428,15 +439,12 @@ async def execute_step(
                         work = call_tool(round_.tools.get(step["tool"]), args, config)
                     value = await asyncio.wait_for(work, ctx.step_timeout)
                 output = await store_output(redact(jsonable(value), round_.secrets), round_, sid)
-        except TRANSIENT as exc:
-            error = _describe_error(exc)
-            if attempts < max_attempts:
-                delay = ctx.retry_initial_interval * ctx.retry_backoff_factor ** (attempts - 1)
-                write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
-                await asyncio.sleep(delay)  # backoff outside the slot
-                continue
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
             error = _describe_error(exc)
+            if is_transient(exc) and attempts < max_attempts:
+                write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
+                await asyncio.sleep(retry_delay(ctx, attempts))  # backoff outside the slot
+                continue
         else:
             summary = summarize(output)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
