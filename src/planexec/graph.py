@@ -54,11 +54,13 @@ def build_graph(
             name="executor",
         ),
     )
-    builder.add_node("evaluator", evaluator.evaluate, retry_policy=MODEL_RETRY)
+    builder.add_node(
+        "evaluator", partial(evaluator.evaluate, tools=registry), retry_policy=MODEL_RETRY
+    )
     builder.add_node(
         "replanner", partial(replanner.replan, tools=registry), retry_policy=MODEL_RETRY
     )
-    builder.add_node("finalizer", finalizer.finalize)
+    builder.add_node("finalizer", partial(finalizer.finalize, tools=registry))
 
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", routing.after_planner)

@@ -46,7 +46,7 @@ class StepRecord(TypedDict, total=False):
     output: Any
     error: str | None
     checked: bool
-    judged_retry: bool
+    judged_retry: bool  # re-run after a judge's rejection (of it or a step it depends on)
 
 
 class Revision(TypedDict):

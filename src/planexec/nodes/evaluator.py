@@ -1,13 +1,15 @@
 """Evaluator node: check results against what steps were meant to produce, then decide.
 
-Cheap checks need no model: a succeeded step must have produced output, and files its
-output names must exist. The optional LLM judge (``llm_judge``) costs one call per round,
-for all newly finished steps together. Decisions: finish, retry, replan, give_up.
+Cheap checks need no model: a succeeded step must have produced output, and the files its
+tool declares in its output (``file_fields``) must exist. The optional LLM judge
+(``llm_judge``) costs one call per round, for all newly finished steps together.
+Decisions: finish, retry, replan, give_up.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -17,8 +19,10 @@ from pydantic import BaseModel, Field, ValidationError
 from planexec import models, prompts
 from planexec.context import Context, context_of
 from planexec.errors import WorkspaceError
+from planexec.plan import topological_order
 from planexec.runner import REF_KEY, summarize
-from planexec.state import Evaluation, RoleUsage, State, StepRecord
+from planexec.state import Evaluation, RoleUsage, State, StepDoc, StepRecord
+from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 
 
@@ -36,20 +40,46 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict] = Field(default_factory=list)
 
 
-def cheap_problem(output: Any, workspace: Workspace) -> str | None:
-    """Return why an output cannot be right without asking a model, or None."""
-    if output is None or output == "" or output == {} or output == []:
+def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace) -> str | None:
+    """Return why an output cannot be right without asking a model, or None.
+
+    An empty output is a problem; so is a file the tool's declared ``file_fields`` name (text,
+    or a list of text) that is not in the workspace. No other field is taken for a file.
+    """
+    if output is None or (isinstance(output, str | dict | list) and not output):
         return "the step produced no output"
-    if isinstance(output, dict) and REF_KEY not in output:
-        for key, value in output.items():
-            if (key.endswith("path") or key == "dataset") and isinstance(value, str) and value:
-                try:
-                    found = workspace.resolve(value)
-                except WorkspaceError as exc:
-                    return f"its output names {value!r}: {exc}"
-                if not found.exists():
-                    return f"its output names {value!r}, which does not exist"
+    if not file_fields or not isinstance(output, dict) or REF_KEY in output:
+        return None
+    for key in file_fields:
+        value = output.get(key)
+        paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for path in paths:
+            problem = _missing_file(path, workspace) if isinstance(path, str) and path else None
+            if problem:
+                return f"its output names {_short(path)}{problem}"
     return None
+
+
+def _missing_file(path: str, workspace: Workspace) -> str | None:
+    try:
+        if not workspace.resolve(path).exists():
+            return ", which does not exist"
+    except (WorkspaceError, OSError, ValueError) as exc:  # e.g. ENAMETOOLONG, a NUL
+        return f": {exc}"
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
+    """Return the steps that depend on any of ``roots``, directly or not (roots excluded)."""
+    found: set[int] = set()
+    for step in topological_order(steps):
+        if any(d in roots or d in found for d in step["depends_on"]):
+            found.add(step["id"])
+    return found - roots
 
 
 def _judge(
@@ -84,10 +114,19 @@ def _judge(
     return {}, usage, "the judge's reply was not understood; results accepted on cheap checks"
 
 
-def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Check the latest round's results and choose what happens next."""
+def evaluate(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
+    """Check the latest round's results and choose what happens next.
+
+    A judge's rejection gets one re-run per plan revision: the rejected steps and every step
+    built on them run again (marked ``judged_retry``), and a rejection after that is final.
+    A step whose result was built on a step that failed a check afterwards is discarded
+    (``skipped``), so a revision never keeps a step without the steps it depends on.
+    """
     ctx = context_of(runtime.context)
     workspace = Workspace(ctx.workspace)
+    plan = state["plan"]
+    assert plan is not None
+    tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in state.get("steps", {}).items()}
     fresh = [
         int(sid)
@@ -97,7 +136,7 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
     for sid in fresh:
         rec = records[str(sid)]
         rec["checked"] = True
-        problem = cheap_problem(rec.get("output"), workspace)
+        problem = cheap_problem(rec.get("output"), tools.file_fields(tool_of.get(sid)), workspace)
         if problem:
             rec["status"], rec["error"] = "failed", f"check failed: {problem}"
 
@@ -111,32 +150,52 @@ def evaluate(state: State, runtime: Runtime[Context]) -> dict[str, Any]:
         for sid, verdict in verdicts.items():
             rec = records[str(sid)]
             if not verdict.ok:
-                first_time = not rec.get("judged_retry")
                 rec["status"] = "failed"
                 rec["error"] = f"judge: {verdict.reason or 'does not fit'}"
-                if first_time:
+                if not rec.get("judged_retry"):
                     retry.append(sid)
 
     failed = sorted(int(s) for s, r in records.items() if r.get("status") == "failed")
     skipped = sorted(int(s) for s, r in records.items() if r.get("status") == "skipped")
+    built_on_retry = downstream(plan["steps"], set(retry))
     if not failed and not skipped:
         evaluation = Evaluation(decision="finish", reason="every step succeeded", retry=[])
-    elif retry and len(retry) == len(failed):
-        for sid in retry:
+    elif retry and set(retry) == set(failed) and set(skipped) <= built_on_retry:
+        for sid in sorted(set(retry) | built_on_retry):
             records[str(sid)] = StepRecord(status="pending", attempts=0, judged_retry=True)
-        for sid in skipped:
-            records[str(sid)] = StepRecord(status="pending", attempts=0)
         evaluation = Evaluation(
             decision="retry", reason=f"the judge rejected steps {retry}", retry=retry
         )
-    elif state.get("replans", 0) < ctx.max_replans:
-        evaluation = Evaluation(decision="replan", reason=f"steps {failed} failed", retry=[])
     else:
-        evaluation = Evaluation(
-            decision="give_up",
-            reason=f"steps {failed} failed and the replan limit ({ctx.max_replans}) is reached",
-            retry=[],
-        )
+        _discard_built_on(plan["steps"], records, failed)
+        if state.get("replans", 0) < ctx.max_replans:
+            evaluation = Evaluation(decision="replan", reason=f"steps {failed} failed", retry=[])
+        else:
+            evaluation = Evaluation(
+                decision="give_up",
+                reason=f"steps {failed} failed and the replan limit ({ctx.max_replans}) is reached",
+                retry=[],
+            )
     if note:
         evaluation["reason"] += f" ({note})"
     return {**update, "steps": records, "evaluation": evaluation}
+
+
+def _discard_built_on(
+    steps: list[StepDoc], records: dict[str, StepRecord], failed: list[int]
+) -> None:
+    """Mark succeeded steps built on a failed step's output as skipped, naming the cause."""
+    for step in topological_order(steps):
+        rec = records.get(str(step["id"]))
+        if rec is None or rec.get("status") != "succeeded":
+            continue
+        bad = [
+            d
+            for d in step["depends_on"]
+            if records.get(str(d), {}).get("status") in ("failed", "skipped")
+        ]
+        if bad:
+            rec["status"] = "skipped"
+            rec["error"] = (
+                f"discarded: it depends on step {bad[0]}, which failed after this step ran"
+            )

@@ -111,6 +111,7 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
     usage: dict[str, RoleUsage] = {}
     for res in results:
         usage = add_usage(usage, res.get("usage"))
+        before = records.get(str(res["id"]), {})
         records[str(res["id"])] = StepRecord(
             status=res["status"],
             attempts=res["attempts"],
@@ -120,6 +121,8 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
             output=res["output"],
             error=res["error"],
         )
+        if before.get("judged_retry"):  # the evaluator's bound on judge retries lives here
+            records[str(res["id"])]["judged_retry"] = True
     return {"steps": records, "usage": usage, "evaluation": None}
 
 

@@ -5,16 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from planexec.runner import REF_KEY
-from planexec.state import FinalResult, FinalStatus, State
+from planexec.state import FinalResult, FinalStatus, State, StepDoc
+from planexec.tools.registry import ToolRegistry
 
 
-def _artifacts(output: Any) -> list[str]:
-    if isinstance(output, dict) and REF_KEY not in output:
-        return [v for k, v in output.items() if k.endswith("path") and isinstance(v, str) and v]
-    return []
+def _artifacts(step: StepDoc, output: Any, tools: ToolRegistry) -> list[str]:
+    """Files a step made: its tool's declared file fields, for tools with side effects."""
+    tool = step["tool"]
+    if tool is None or tool not in tools or not tools.has_side_effects(tool):
+        return []
+    if not isinstance(output, dict) or REF_KEY in output:
+        return []
+    made: list[str] = []
+    for key in tools.file_fields(tool):
+        value = output.get(key)
+        for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(path, str) and path and path not in made:
+                made.append(path)
+    return made
 
 
-def finalize(state: State) -> dict[str, Any]:
+def finalize(state: State, *, tools: ToolRegistry) -> dict[str, Any]:
     """Summarise the run: status, answer, files made, and what failed and why."""
     plan = state.get("plan")
     records = state.get("steps", {})
@@ -53,14 +64,14 @@ def finalize(state: State) -> dict[str, Any]:
         a
         for s in steps
         if status_of[s["id"]] == "succeeded"
-        for a in _artifacts(records[str(s["id"])].get("output"))
+        for a in _artifacts(s, records[str(s["id"])].get("output"), tools)
     ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
     for sink in sinks:
         output = records[str(sink["id"])].get("output")
-        made = _artifacts(output)
+        made = _artifacts(sink, output, tools)
         if isinstance(output, str):
             lines.append(output)
         elif made:
