@@ -16,11 +16,14 @@ later write of that thread fail. So values are handled where they enter:
   ``int`` (and numpy integers)                itself within 64 bits, else its decimal text
   ``float`` (and numpy floats)                itself if finite, else ``None``
   ``decimal.Decimal``                         its exact decimal text (``"1234.50"``)
-  ``datetime``/``date``/``time``              ISO 8601 text (pandas ``Timestamp`` too)
-  ``timedelta``                               seconds, as a float
+  ``datetime``/``date``/``time``              ISO 8601 text (pandas ``Timestamp``, numpy
+                                              ``datetime64`` too)
+  ``timedelta``                               seconds, as a float (numpy ``timedelta64`` too)
+  pandas ``NaT``/``NA``                       ``None``
   ``bytes``/``bytearray``                     UTF-8 text if it decodes, else base64 text
   ``set``/``frozenset``                       a list, sorted when its items can be
   ``tuple``/``list``/numpy array              a list
+  pandas ``Series``/``DataFrame``             its ``to_dict()``: labels become text keys
   ``dict`` (any mapping)                      a dict with text keys
   pydantic model, dataclass                   its fields, converted by the same rule
   ``enum.Enum``                               its value; ``pathlib.Path``: its text
@@ -40,6 +43,7 @@ import datetime as dt
 import decimal
 import enum
 import math
+import re
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -53,24 +57,34 @@ MAX_DEPTH = 64
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 """The integers a checkpoint stores (msgpack's signed and unsigned 64-bit range)."""
 REPLACEMENT = "\ufffd"
+_MISSING = frozenset({"NaTType", "NAType"})
+"""pandas' missing values (``pd.NaT``, ``pd.NA``): stored as None."""
 
 
 class UnstorableValueError(PlanexecError, ValueError):
     """A value cannot be stored in a checkpoint; the message says what and where."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clean_text(text: str) -> str:
+    """Replace each NUL and each lone surrogate by one U+FFFD."""
     if "\x00" in text:
         text = text.replace("\x00", REPLACEMENT)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        text = _SURROGATE.sub(REPLACEMENT, text)
     return text
 
 
 def _where(path: tuple[str, ...]) -> str:
-    return "".join(f"[{p!r}]" if not p.isdigit() else f"[{p}]" for p in path) or "the value"
+    """Name a place in a value: ``['rows'][0]['x']`` (the middle of a long path elided)."""
+    parts = [f"[{p!r}]" if not p.isdigit() else f"[{p}]" for p in path]
+    if len(parts) > 8:
+        parts = [*parts[:3], f"…({len(parts) - 6} more)…", *parts[-3:]]
+    return "".join(parts) or "the value"
 
 
 def to_storable(value: Any) -> Any:
@@ -89,6 +103,8 @@ def _convert(value: Any, path: tuple[str, ...], depth: int) -> Any:  # noqa: C90
         )
     if value is None or isinstance(value, bool):
         return value
+    if type(value).__name__ in _MISSING:  # before datetime: pandas' NaT is a datetime
+        return None
     if isinstance(value, str):
         return _clean_text(str(value))
     if isinstance(value, int):
@@ -139,11 +155,27 @@ def _convert(value: Any, path: tuple[str, ...], depth: int) -> Any:  # noqa: C90
     )
 
 
+def storable_text(text: str, limit: int = 4000) -> str:
+    """Return message text (an error, a summary) as stored: cleaned like any text, cut to ``limit``.
+
+    Messages quote tools and models; they are text that reaches state, so they follow the rule.
+    """
+    clean = _clean_text(str(text))
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
 def _from_numpy_or_pandas(value: Any) -> Any:
     """Turn numpy scalars/arrays and pandas scalars/containers into Python values."""
-    if type(value).__name__ in {"NaTType", "NAType"}:
-        return None
-    for name in ("isoformat", "tolist", "item", "to_dict"):
+    kind = type(value).__name__
+    if kind in ("datetime64", "timedelta64"):  # tolist() would give nanoseconds as an int
+        import numpy as np
+
+        if np.isnat(value):
+            return None
+        if kind == "timedelta64":
+            return float(value / np.timedelta64(1, "s"))
+        return str(np.datetime_as_string(value))
+    for name in ("isoformat", "to_dict", "tolist", "item"):  # to_dict keeps pandas' labels
         method = getattr(value, name, None)
         if callable(method):
             try:

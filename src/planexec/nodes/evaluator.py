@@ -22,6 +22,7 @@ from planexec.errors import WorkspaceError
 from planexec.plan import topological_order
 from planexec.runner import REF_KEY, summarize
 from planexec.state import Evaluation, RoleUsage, State, StepDoc, StepRecord
+from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 
@@ -151,7 +152,7 @@ def evaluate(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) ->
             rec = records[str(sid)]
             if not verdict.ok:
                 rec["status"] = "failed"
-                rec["error"] = f"judge: {verdict.reason or 'does not fit'}"
+                rec["error"] = "judge: " + storable_text(verdict.reason or "does not fit", 500)
                 if not rec.get("judged_retry"):
                     retry.append(sid)
 
