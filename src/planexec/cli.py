@@ -29,7 +29,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.tree import Tree
 
-from planexec.context import Context
+from planexec.context import Context, InvalidContextError
 from planexec.errors import PlanexecError
 from planexec.graph import build_graph
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
@@ -355,7 +355,11 @@ def _context(
     ):
         if value:
             extra[key] = value
-    return Context(**extra)
+    try:
+        return Context(**extra)
+    except InvalidContextError as exc:  # made before _guard runs: same one line, exit 2
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_ERROR) from None
 
 
 def _guard(coro: Any) -> None:
