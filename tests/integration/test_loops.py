@@ -164,3 +164,24 @@ def test_the_builtin_tools_declare_their_file_fields():
     assert registry.file_fields("load_csv") == ("dataset",)
     assert registry.file_fields("read_file") == ("path",)
     assert registry.file_fields("calculate_stats") == ()
+
+
+def test_the_longest_run_the_limits_allow_ends_within_langgraphs_step_budget(
+    graph, use_models, ctx
+):
+    # every revision is rejected by the judge, retried once, and replanned, the most times
+    # max_replans allows, in one invocation (approval "never"): it must end, not hit the
+    # recursion limit
+    replies = [plan_reply(plan_of(step(1, "tick", {"label": "r0"})))]
+    replies += [plan_reply(plan_of(step(i + 1, "tick", {"label": f"r{i}"}))) for i in range(1, 31)]
+    judge = scripted(*[verdicts((i, False), match=f'"step": {i},') for i in range(1, 32)])
+    use_models(planner=scripted(*replies), evaluator=judge)
+    config = thread()
+    out = graph.invoke(
+        {"task": "t"}, config, context=ctx(llm_judge=True, approval="never", max_replans=30)
+    )
+    assert out["final"]["status"] == "failed"
+    assert "replan limit (30) is reached" in out["final"]["answer"]
+    state = graph.get_state(config).values
+    assert state["replans"] == 30 and state["plan"]["version"] == 31
+    assert sum(calls.values()) == 62  # every revision's step ran twice (one judge retry)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import httpx
 import openai
 import pytest
+import requests
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -42,6 +43,12 @@ def status_error(cls: type[openai.APIStatusError], code: int) -> openai.APIStatu
         (status_error(openai.APIStatusError, 408), True),
         (status_error(openai.APIStatusError, 409), True),
         (status_error(openai.BadRequestError, 400), False),
+        (httpx.ConnectTimeout("slow"), True),
+        (httpx.RemoteProtocolError("dropped"), True),
+        (httpx.HTTPStatusError("x", request=REQUEST, response=httpx.Response(502)), True),
+        (httpx.HTTPStatusError("x", request=REQUEST, response=httpx.Response(404)), False),
+        (requests.ConnectionError("refused"), True),
+        (requests.ReadTimeout("slow"), True),
         (status_error(openai.AuthenticationError, 401), False),
         (ToolError("bad input"), False),
         (ValueError("bad"), False),

@@ -51,12 +51,12 @@ def keepable(steps: list[StepDoc], records: dict[str, StepRecord]) -> list[StepD
     return [s for s in steps if s["id"] in kept]
 
 
-def _outcome_text(step: StepDoc, records: dict[str, StepRecord]) -> str:
+def _outcome_text(step: StepDoc, records: dict[str, StepRecord], kept: frozenset[int]) -> str:
     record = records.get(str(step["id"]), {})
     status = record.get("status", "pending")
-    if status == "succeeded":  # not kept: it depends on a step that is not
-        lost = [d for d in step["depends_on"] if records.get(str(d), {}).get("status") != status]
-        return f"discarded: it depends on step {lost[0] if lost else '?'}, which is not kept"
+    lost = [d for d in step["depends_on"] if d not in kept]
+    if status == "succeeded" and lost:  # not kept: it depends on a step that is not
+        return f"discarded: it depends on step {lost[0]}, which is not kept"
     return f"{status}: {record.get('error') or ''}"
 
 
@@ -80,7 +80,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     )
     failed_text = "\n".join(
         f"- step {s['id']} [{s['tool']}] args={json.dumps(s['args'], default=str)}: "
-        f"{_outcome_text(s, records)}"
+        f"{_outcome_text(s, records, kept_ids)}"
         for s in lost_steps
     )
     messages = [
