@@ -92,18 +92,46 @@ def to_storable(value: Any) -> Any:
 
     Raises :class:`UnstorableValueError` for a value the rule does not cover.
     """
-    return _convert(value, (), 0)
+    return _convert(value, None, 0)
 
 
-def _convert(value: Any, path: tuple[str, ...], depth: int) -> Any:  # noqa: C901 - one table
+_Path = tuple["_Path", str] | None
+"""Where a value sits, as a chain of (parent, key) links: O(1) to extend, unrolled on error."""
+
+
+def _keys(path: _Path) -> tuple[str, ...]:
+    keys: list[str] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    return tuple(reversed(keys))
+
+
+def _convert(value: Any, path: _Path, depth: int) -> Any:  # noqa: C901 - one table
     if depth > MAX_DEPTH:
         raise UnstorableValueError(
-            f"{_where(path)} is nested more than {MAX_DEPTH} levels deep; "
+            f"{_where(_keys(path))} is nested more than {MAX_DEPTH} levels deep; "
             "keep deep data in a workspace file"
         )
-    if value is None or isinstance(value, bool):
+    kind = type(value)
+    if kind is str:  # the common JSON types first, by exact type (subclasses go below)
+        return _clean_text(value)
+    if kind is dict:
+        return {
+            _clean_text(k) if type(k) is str else _clean_text(str(k)): _convert(
+                v, (path, str(k)), depth + 1
+            )
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [_convert(v, (path, str(i)), depth + 1) for i, v in enumerate(value)]
+    if value is None or kind is bool:
         return value
-    if type(value).__name__ in _MISSING:  # before datetime: pandas' NaT is a datetime
+    if kind is int:
+        return value if INT_MIN <= value <= INT_MAX else str(value)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind.__name__ in _MISSING:  # before datetime: pandas' NaT is a datetime
         return None
     if isinstance(value, str):
         return _clean_text(str(value))
@@ -130,26 +158,26 @@ def _convert(value: Any, path: tuple[str, ...], depth: int) -> Any:  # noqa: C90
     if isinstance(value, PurePath):
         return _clean_text(str(value))
     if isinstance(value, BaseModel):
-        return _convert(value.model_dump(mode="python"), path, depth)
+        return _convert(value.model_dump(mode="python"), path, depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _convert(dataclasses.asdict(value), path, depth)
+        return _convert(dataclasses.asdict(value), path, depth + 1)
     if isinstance(value, Mapping):
         return {
-            _clean_text(str(k)): _convert(v, (*path, str(k)), depth + 1) for k, v in value.items()
+            _clean_text(str(k)): _convert(v, (path, str(k)), depth + 1) for k, v in value.items()
         }
     if isinstance(value, set | frozenset):
         items = list(value)
         with contextlib.suppress(TypeError):
             items.sort()
-        return [_convert(v, (*path, str(i)), depth + 1) for i, v in enumerate(items)]
+        return [_convert(v, (path, str(i)), depth + 1) for i, v in enumerate(items)]
     if isinstance(value, list | tuple):
-        return [_convert(v, (*path, str(i)), depth + 1) for i, v in enumerate(value)]
-    if type(value).__module__.split(".")[0] in {"numpy", "pandas"}:
+        return [_convert(v, (path, str(i)), depth + 1) for i, v in enumerate(value)]
+    if kind.__module__.split(".")[0] in {"numpy", "pandas"}:
         converted = _from_numpy_or_pandas(value)
         if converted is not value:
-            return _convert(converted, path, depth)
+            return _convert(converted, path, depth + 1)
     raise UnstorableValueError(
-        f"{_where(path)} is a {type(value).__module__}.{type(value).__qualname__}, which is not "
+        f"{_where(_keys(path))} is a {kind.__module__}.{kind.__qualname__}, which is not "
         "JSON data; tools must return dicts, lists, text, numbers, dates or bytes and keep "
         "large data in workspace files"
     )
