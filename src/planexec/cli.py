@@ -268,7 +268,7 @@ def load_plan_file(path: Path, context: Context) -> PlanDoc:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read plan file {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
         raise UserError(f"plan file {path} is not valid JSON: {exc}") from None
     try:
         plan = validate_plan(data, default_registry(), max_steps=context.max_steps)

@@ -193,7 +193,7 @@ def validate_plan(
     if isinstance(data, str):
         try:
             data = json.loads(data)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # also numbers past the digit limit
             raise PlanValidationError([f"not valid JSON: {exc}"]) from None
     data = _json_clean(data)
     try:

@@ -41,7 +41,7 @@ def _plan_data(reply: BaseMessage) -> tuple[Any, str | None]:
     if text.strip():
         try:
             return json.loads(FENCE.sub("", text.strip())), None
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or a number past Python's digit limit
             return None, f"the reply is neither a Plan tool call nor valid JSON: {exc}"
     return None, "the reply contained no plan: call the Plan tool"
 

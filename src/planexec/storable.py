@@ -128,7 +128,7 @@ def _convert(value: Any, path: _Path, depth: int) -> Any:  # noqa: C901 - one ta
     if value is None or kind is bool:
         return value
     if kind is int:
-        return value if INT_MIN <= value <= INT_MAX else str(value)
+        return value if INT_MIN <= value <= INT_MAX else _int_text(value, path)
     if kind is float:
         return value if math.isfinite(value) else None
     if kind.__name__ in _MISSING:  # before datetime: pandas' NaT is a datetime
@@ -137,7 +137,7 @@ def _convert(value: Any, path: _Path, depth: int) -> Any:  # noqa: C901 - one ta
         return _clean_text(str(value))
     if isinstance(value, int):
         number = int(value)
-        return number if INT_MIN <= number <= INT_MAX else str(number)
+        return number if INT_MIN <= number <= INT_MAX else _int_text(number, path)
     if isinstance(value, float):
         real = float(value)
         return real if math.isfinite(real) else None
@@ -181,6 +181,16 @@ def _convert(value: Any, path: _Path, depth: int) -> Any:  # noqa: C901 - one ta
         "JSON data; tools must return dicts, lists, text, numbers, dates or bytes and keep "
         "large data in workspace files"
     )
+
+
+def _int_text(number: int, path: _Path) -> str:
+    """Write an integer beyond 64 bits as decimal text (refused past Python's digit limit)."""
+    try:
+        return str(number)
+    except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+        raise UnstorableValueError(
+            f"{_where(_keys(path))} is an integer too long to write out"
+        ) from None
 
 
 def storable_text(text: str, limit: int = 4000) -> str:

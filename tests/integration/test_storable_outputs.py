@@ -253,3 +253,23 @@ def test_absurd_token_counts_from_a_model_do_not_break_the_checkpoint(graph, use
     usage = graph.get_state(config).values["usage"]["planner"]
     assert usage["calls"] == 1 and 0 <= usage["input_tokens"] < 2**63
     assert usage["output_tokens"] == 0
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b'{"goal": 1' + b"9" * 5000 + b"}", b"\xff\xfe not utf-8"],
+    ids=["digits", "not-utf8"],
+)
+def test_a_plan_file_no_parser_reads_is_one_line(content, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from planexec.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "plan.json").write_bytes(content)
+    result = CliRunner().invoke(
+        app, ["run", "--plan", "plan.json", "--yes", "--db", str(tmp_path / "r.db")]
+    )
+    assert result.exit_code == 2, result.output
+    assert "plan file plan.json is not valid JSON" in result.output
+    assert "Traceback" not in result.output

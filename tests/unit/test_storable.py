@@ -67,6 +67,7 @@ def test_the_rule(value, stored):
         ({"rows": [1, {"x": 1j}]}, "['rows'][1]['x'] is a builtins.complex"),
         (nested(MAX_DEPTH + 1), "nested more than 64 levels deep"),
         (cyclic(), "nested more than 64 levels deep"),
+        ({"n": 10**5000}, "['n'] is an integer too long to write out"),
     ],
 )
 def test_what_the_rule_does_not_cover_is_refused_with_where(value, message):
