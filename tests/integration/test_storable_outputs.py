@@ -273,3 +273,24 @@ def test_a_plan_file_no_parser_reads_is_one_line(content, tmp_path, monkeypatch)
     assert result.exit_code == 2, result.output
     assert "plan file plan.json is not valid JSON" in result.output
     assert "Traceback" not in result.output
+
+
+async def test_the_async_path_stores_by_the_same_rule(use_models, ctx):
+    plan = plan_of(
+        step(1, "python_values"),
+        step(2, "deep_value", {"depth": 300}),
+        step(3, "raises_nul"),
+        step(4, "echo", {"text": "$1.when"}, [1]),
+    )
+    use_models(planner=scripted(plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    await graph.ainvoke({"task": "t"}, config, context=ctx(max_replans=0))
+    out = await graph.ainvoke(
+        Command(resume={"action": "approve"}), config, context=ctx(max_replans=0)
+    )
+    assert out["steps"]["1"]["output"]["mean"] == 2.5
+    assert "nested more than 64 levels deep" in out["steps"]["2"]["error"]
+    assert out["steps"]["3"]["error"] == "ValueError: bad\ufffdbyte and \ufffd surrogate"
+    assert out["steps"]["4"]["output"] == "2024-01-02T03:04:05"
+    assert out["final"]["status"] == "partial"
