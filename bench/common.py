@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import tempfile
 import time
@@ -13,8 +14,10 @@ from langchain_core.tools import tool
 
 from planexec import Context, build_graph
 from planexec.plan import to_doc, validate_plan
-from planexec.state import StepRecord
 from planexec.tools import ToolRegistry
+
+# every benchmark thread works in its own folder under one throwaway root
+os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="planexec-bench-"))
 
 
 @tool
@@ -83,7 +86,6 @@ def levels(plan: dict[str, Any]) -> list[list[int]]:
 
 def context(**overrides: Any) -> Context:
     base: dict[str, Any] = dict(
-        workspace=tempfile.mkdtemp(prefix="planexec-bench-"),
         approval="never",
         max_steps=5000,
         max_parallel_steps=5000,
@@ -98,11 +100,7 @@ def seed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: Context)
     doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
     graph.update_state(
         config,
-        {
-            "task": plan["goal"],
-            "plan": doc,
-            "steps": {str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]},
-        },
+        {"task": plan["goal"], "plan": doc},
         as_node="planner",
     )
 
@@ -111,11 +109,7 @@ async def aseed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: C
     doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
     await graph.aupdate_state(
         config,
-        {
-            "task": plan["goal"],
-            "plan": doc,
-            "steps": {str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]},
-        },
+        {"task": plan["goal"], "plan": doc},
         as_node="planner",
     )
 

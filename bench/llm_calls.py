@@ -22,9 +22,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import new_config, table  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
-from planexec import Context, build_graph, default_registry, models, use_workspace  # noqa: E402
+from planexec import (  # noqa: E402
+    Context,
+    Workspace,
+    build_graph,
+    default_registry,
+    models,
+    use_workspace,
+)
 from planexec.nodes.planner import planner_messages  # noqa: E402
 from planexec.plan import resolve_references  # noqa: E402
+from planexec.sandbox import Sandbox  # noqa: E402
 from planexec.scripted import ScriptedChatModel, ScriptedReply  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,16 +77,17 @@ def tokens(text: str) -> int:
 def classic_usage(plan: dict[str, Any]) -> tuple[int, int]:
     registry = default_registry()
     tool_schemas = tokens(registry.describe())
-    ctx = Context(workspace=workspace(), max_steps=40)
+    ctx = Context(max_steps=40)
+    folder = workspace()
     task = "Analyze sales.csv and write a trend report"
     planner_prompt = "\n".join(
-        str(m.content) for m in planner_messages({"task": task}, ctx, registry)
+        str(m.content) for m in planner_messages({"task": task}, ctx, registry, Workspace(folder))
     )
     calls, prompt = 1, tokens(planner_prompt)
     plan_text = "\n".join(f"{s['id']}. {s['description']}" for s in plan["steps"])
     past: list[str] = []
     outputs: dict[int, Any] = {}
-    with use_workspace(ctx.workspace):
+    with use_workspace(folder):
         for step in plan["steps"]:
             ask = (
                 f"For the following plan:\n{plan_text}\n\nYou are tasked with executing step "
@@ -139,8 +148,9 @@ def main() -> None:
 def planexec_run(plan: dict[str, Any]) -> tuple[int, int]:
     reply = ScriptedReply(tool_calls=[{"name": "Plan", "args": plan}])
     models.load_chat_model = lambda spec: ScriptedChatModel(replies=[reply])
-    graph = build_graph(checkpointer=InMemorySaver())
-    ctx = Context(workspace=workspace(), approval="never", planner_model="scripted", max_steps=40)
+    sandbox = Sandbox.one_folder(workspace(), outputs=tempfile.mkdtemp(prefix="planexec-llm-out-"))
+    graph = build_graph(checkpointer=InMemorySaver(), sandbox=sandbox)
+    ctx = Context(approval="never", planner_model="scripted", max_steps=40)
     config = new_config()
     out = graph.invoke({"task": "Analyze sales.csv and write a trend report"}, config, context=ctx)
     assert out["final"]["status"] == "succeeded", out["final"]

@@ -25,15 +25,27 @@ os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
 from planexec import models  # noqa: E402
 from planexec.context import Context  # noqa: E402
+from planexec.sandbox import Sandbox  # noqa: E402
 from planexec.scripted import ScriptedChatModel  # noqa: E402
 from tests.helpers import EXAMPLES  # noqa: E402
 
+WORKSPACE_NAME = "ws"
+
+
+@pytest.fixture(autouse=True)
+def workspace_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The operator's workspace root (and one-folder outputs) of every test: its own temp dir."""
+    root = tmp_path / "workspaces"
+    monkeypatch.setenv("PLANEXEC_WORKSPACE_ROOT", str(root))
+    monkeypatch.setenv("PLANEXEC_OUTPUTS_DIR", str(tmp_path / "outputs"))
+    return root
+
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A workspace folder holding the example sales.csv."""
-    root = tmp_path / "ws"
-    root.mkdir()
+def workspace(workspace_root: Path) -> Path:
+    """The folder of the shared workspace named ``ws`` (what ``ctx()`` names), with sales.csv."""
+    root = Sandbox.at(workspace_root).workspace_path(WORKSPACE_NAME, None)
+    root.mkdir(parents=True)
     shutil.copy(EXAMPLES / "sales.csv", root / "sales.csv")
     return root
 
@@ -57,14 +69,14 @@ def use_models(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, Scrip
 
 @pytest.fixture
 def ctx(workspace: Path) -> Callable[..., Context]:
-    """Build a Context using the scripted test models and the test workspace."""
+    """Build a Context using the scripted test models and the test workspace (by its name)."""
 
     def make(**overrides: Any) -> Context:
         base: dict[str, Any] = dict(
             planner_model="test:planner",
             executor_model="test:executor",
             evaluator_model="test:evaluator",
-            workspace=str(workspace),
+            workspace=WORKSPACE_NAME,
             retry_initial_interval=0.01,
         )
         base.update(overrides)

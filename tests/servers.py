@@ -38,7 +38,7 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 
 @contextmanager
-def langgraph_dev(log: Path) -> Iterator[str]:
+def langgraph_dev(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
     """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL."""
     port = free_port()
     env = {
@@ -46,6 +46,7 @@ def langgraph_dev(log: Path) -> Iterator[str]:
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "1",
         "LANGSMITH_TRACING": "false",
+        **(extra_env or {}),
     }
     env.pop("OPENAI_API_KEY", None)
     cli = Path(sys.executable).with_name("langgraph")

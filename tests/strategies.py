@@ -59,6 +59,10 @@ steps = st.fixed_dictionaries(
             st.lists(st.integers(-2, 45), max_size=4), st.text(max_size=2), st.none()
         ),
         "expected_output": st.one_of(st.text(max_size=20), json_like),
+        "tools": st.one_of(
+            st.lists(st.sampled_from([*TOOL_NAMES, "nope", "", "Plan", "\x00"]), max_size=3),
+            json_like,
+        ),
         "extra_field": json_like,
     },
 )
@@ -102,6 +106,24 @@ valid_plans = st.integers(1, 6).flatmap(
             ]
         ),
     )
+)
+
+
+def _with_step_tools(plan: dict, picks: tuple) -> dict:
+    steps = [
+        s if tools is None else {**s, "tool": None, "args": {}, "tools": tools}
+        for s, tools in zip(plan["steps"], picks, strict=True)
+    ]
+    return {**plan, "steps": steps}
+
+
+valid_plans_with_step_tools = valid_plans.flatmap(
+    lambda plan: st.tuples(
+        *[
+            st.none() | st.lists(st.sampled_from(TOOL_NAMES), unique=True, max_size=3)
+            for _ in plan["steps"]
+        ]
+    ).map(lambda picks: _with_step_tools(plan, picks))
 )
 planner_replies = st.one_of(
     st.builds(

@@ -4,6 +4,7 @@ from planexec.context import Context
 from planexec.errors import ConfigurationError, PlanexecError
 from planexec.graph import build_graph
 from planexec.plan import Plan, PlanValidationError, Step, validate_plan
+from planexec.sandbox import Sandbox, SandboxError
 from planexec.tools import ToolRegistry, Workspace, default_registry, use_workspace
 
 __all__ = [
@@ -12,6 +13,8 @@ __all__ = [
     "Plan",
     "PlanValidationError",
     "PlanexecError",
+    "Sandbox",
+    "SandboxError",
     "Step",
     "ToolRegistry",
     "Workspace",

@@ -18,9 +18,11 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
+from pydantic import ValidationError
 
 from planexec.context import Context
 from planexec.errors import PlanexecError
+from planexec.plan import Plan
 from planexec.state import InputState, OutputState, State
 from planexec.storable import unstorable_reason
 
@@ -43,7 +45,7 @@ def check_input(value: Any) -> None:
         if value.resume is not None:
             _check_storable(value.resume, "the resume answer")
         if value.update is not None:
-            _check_storable(value.update, "the command's state update")
+            _check_edit(value.update, "the command's state update")
         return
     if not isinstance(value, dict):
         raise InvalidInputError(
@@ -59,11 +61,65 @@ def check_input(value: Any) -> None:
     _check_storable(value, "the input")
 
 
+EDITABLE = frozenset({"task", "plan", "feedback"})
+"""State keys a caller may edit (``update_state``, Studio's state editor, ``Command(update=)``).
+
+Everything else is planexec's own record, written only by its nodes: above all ``approved``,
+which only the approval node writes and the executor checks, so no edit can approve a plan.
+An edited ``plan`` must be a plan document; it is validated again, and must be approved,
+before it runs.
+"""
+
+
 def check_updates(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
-    """Refuse ``update_state`` values that cannot be stored."""
+    """Refuse ``update_state`` values that cannot be stored or touch planexec's own records."""
     for superstep in supersteps:
         for update in superstep:
-            _check_storable(update[0], "the state update")
+            _check_edit(update[0], "the state update")
+
+
+def _check_edit(values: Any, what: str) -> None:
+    if values is None:
+        return
+    if isinstance(values, list | tuple) and all(
+        isinstance(v, tuple) and len(v) == 2 for v in values
+    ):
+        values = dict(values)  # Command(update=[(key, value), ...])
+    if not isinstance(values, dict):
+        raise InvalidInputError(f"{what} must be a dict of state keys, not {type(values).__name__}")
+    _check_storable(values, what)
+    locked = sorted(set(values) - EDITABLE)
+    if locked:
+        raise InvalidInputError(
+            f"{what} edits {', '.join(map(repr, locked))}: only "
+            f"{', '.join(sorted(EDITABLE))} can be edited; the rest is planexec's own record "
+            "(approvals, step results, revisions) and is written only by its nodes"
+        )
+    if "task" in values and (not isinstance(values["task"], str) or not values["task"].strip()):
+        raise InvalidInputError(f"{what}: 'task' must be non-empty text")
+    if "feedback" in values and not isinstance(values["feedback"], str | None):
+        raise InvalidInputError(f"{what}: 'feedback' must be text")
+    if "plan" in values and values["plan"] is not None:
+        _check_plan_document(values["plan"], what)
+
+
+def _check_plan_document(plan: Any, what: str) -> None:
+    """Refuse a plan edit that is not a plan document; tools are checked at approval."""
+    if not isinstance(plan, dict):
+        raise InvalidInputError(
+            f"{what}: 'plan' must be a plan document, not {type(plan).__name__}"
+        )
+    version = plan.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise InvalidInputError(f"{what}: the plan needs a positive integer 'version'")
+    try:
+        Plan.model_validate({k: v for k, v in plan.items() if k != "version"})
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'plan'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+        raise InvalidInputError(f"{what}: the plan is not a plan document ({details})") from None
 
 
 def _check_storable(value: Any, what: str) -> None:

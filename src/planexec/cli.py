@@ -25,6 +25,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from rich.console import Console
+from rich.markup import escape
 from rich.prompt import Prompt
 from rich.table import Table
 from rich.tree import Tree
@@ -32,9 +33,11 @@ from rich.tree import Tree
 from planexec.context import Context, InvalidContextError
 from planexec.errors import PlanexecError
 from planexec.graph import build_graph
+from planexec.outputs import OutputStore, output_of
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.state import PlanDoc, StepRecord
+from planexec.sandbox import Sandbox, check_thread_id, default_outputs_dir
+from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.tools import default_registry
 
 app = typer.Typer(
@@ -74,12 +77,32 @@ def redact(db: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", db)
 
 
+def is_postgres(db: str) -> bool:
+    """Say whether ``db`` names a PostgreSQL database rather than a SQLite file."""
+    return db.startswith(("postgres://", "postgresql://"))
+
+
+def sandbox_for(folder: str | Path, db: str, outputs: str | None = None) -> Sandbox:
+    """Return the CLI's sandbox: the user's folder, planexec's database and outputs outside it.
+
+    The tools may read and write anything in the folder, so a run database or outputs folder
+    inside it would let a step rewrite planexec's own records: both are refused in one line.
+    """
+    sandbox = Sandbox.one_folder(folder, outputs=outputs)
+    if not is_postgres(db) and Path(db).expanduser().resolve().is_relative_to(sandbox.root):
+        raise UserError(
+            f"the run database {db} is inside the workspace {sandbox.root}: tools could read or "
+            "change it; use another --db or --workspace"
+        )
+    return sandbox
+
+
 @asynccontextmanager
 async def open_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
     """Open the checkpoint store: a SQLite file, or PostgreSQL for ``postgresql://`` URLs."""
     async with AsyncExitStack() as stack:
         try:
-            if db.startswith(("postgres://", "postgresql://")):
+            if is_postgres(db):
                 saver: BaseCheckpointSaver[Any] = await stack.enter_async_context(
                     async_postgres_saver(db)
                 )
@@ -112,7 +135,7 @@ class Session:
             status = records.get(str(step["id"]), {}).get("status", "pending")
             table.add_row(
                 str(step["id"]),
-                step["tool"] or "(model)",
+                tool_cell(step),
                 step["description"],
                 ", ".join(map(str, step["depends_on"])) or "-",
                 f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
@@ -157,6 +180,11 @@ class Session:
             self.out.print(f"  [magenta]↷ step {sid}[/] skipped: {event.get('reason')}")
         elif kind == "step_retry":
             self.out.print(f"  [yellow]↻ step {sid}[/] retrying after: {event.get('error')}")
+        elif kind == "tool_call_refused":
+            self.out.print(
+                f"  [red]⊘ step {sid}[/] refused a call to {escape(str(event.get('tool')))}: "
+                "not a tool of this step"
+            )
 
     def decide(self, request: dict[str, Any]) -> dict[str, Any]:
         """Ask the reviewer about a plan (or approve it with --yes)."""
@@ -165,11 +193,12 @@ class Session:
             self.out.print(f"[red]refused:[/] {request['error']}")
         if request.get("side_effect_tools"):
             self.out.print("tools that write or send: " + ", ".join(request["side_effect_tools"]))
+        names = {"version": request["version"], "digest": request["digest"]}
         if self.yes:
             self.out.print("[green]approved[/] (--yes)")
-            return {"action": "approve"}
+            return {"action": "approve", **names}
         try:
-            return self._ask(request)
+            return {**self._ask(request), **names}  # an answer names the plan it is about
         except EOFError:
             raise Paused(
                 f"no answer on stdin; the run is paused. Continue it with: "
@@ -198,6 +227,14 @@ class Session:
                 self.out.print("[red]the edited file is not valid JSON[/]; asking again")
                 continue
             return {"action": "edit", "plan": edited}
+
+
+def tool_cell(step: StepDoc) -> str:
+    """Return the plan table's tool cell: the step's tool, or the tools its model may call."""
+    if step["tool"]:
+        return escape(step["tool"])
+    listed = step.get("tools") or []
+    return escape(f"(model: {', '.join(listed)})" if listed else "(model, no tools)")
 
 
 def edit_in_editor(plan: PlanDoc) -> dict[str, Any] | None:
@@ -286,12 +323,17 @@ def copy_data(files: list[Path], workspace: Path) -> None:
         shutil.copy(item, workspace / item.name)
 
 
-def run_settings(context: Context) -> dict[str, Any]:
-    """Return what a later ``resume`` needs to continue the run the same way.
+def run_settings(context: Context, sandbox: Sandbox) -> dict[str, Any]:
+    """Return what a later ``resume`` or ``show`` needs to continue the run the same way.
 
-    Checkpoint metadata keeps only scalar values, so the settings travel as a JSON string.
+    Checkpoint metadata keeps only scalar values, so the settings travel as a JSON string;
+    the run's folder and its outputs folder as plain paths.
     """
-    return {"planexec_context": json.dumps(asdict(context))}
+    return {
+        "planexec_context": json.dumps(asdict(context)),
+        "planexec_workspace": str(sandbox.root),
+        "planexec_outputs": str(sandbox.outputs),
+    }
 
 
 async def _run(
@@ -302,41 +344,35 @@ async def _run(
     db: str,
     context: Context,
     session: Session,
+    folder: str | None = None,
 ) -> int:
+    check_thread_id(thread_id)  # before it names a folder: "/" or ".." must not
+    sandbox = sandbox_for(folder if folder is not None else Path("planexec-runs") / thread_id, db)
     doc = load_plan_file(plan_file, context) if plan_file else None
     if not task and doc is None:
         raise UserError("give a TASK, or --plan with a plan file")
-    copy_data(data, Path(context.workspace))
+    copy_data(data, sandbox.root)
     config: RunnableConfig = {
         "configurable": {"thread_id": thread_id},
-        "metadata": run_settings(context),
+        "metadata": run_settings(context, sandbox),
     }
     session.thread_id = thread_id
-    session.out.print(f"thread {thread_id} · workspace {Path(context.workspace).resolve()}")
+    session.out.print(f"thread {thread_id} · workspace {sandbox.root}")
     async with open_saver(db) as saver:
-        graph = build_graph(checkpointer=saver)
+        graph = build_graph(checkpointer=saver, sandbox=sandbox)
         if (await graph.aget_state(config)).values:
             raise UserError(f"thread {thread_id} already exists; use `planexec resume {thread_id}`")
         first: Any = {"task": task or (doc["goal"] if doc else "")}
-        if doc is not None:
+        if doc is not None:  # a plan file goes to approval like any plan (no planner call)
             await graph.aupdate_state(
-                config,
-                {
-                    "task": first["task"],
-                    "plan": doc,
-                    "steps": {
-                        str(s["id"]): StepRecord(status="pending", attempts=0) for s in doc["steps"]
-                    },
-                },
-                as_node="planner",
+                config, {"task": first["task"], "plan": doc}, as_node="planner"
             )
             first = None
         values = await drive(graph, config, context, first, session)
-    return report(values, thread_id, context.workspace, session)
+    return report(values, thread_id, str(sandbox.root), session)
 
 
 def _context(
-    workspace: str,
     approval: str | None,
     planner: str | None,
     executor: str | None,
@@ -344,7 +380,7 @@ def _context(
     judge: bool,
     max_replans: int | None,
 ) -> Context:
-    extra: dict[str, Any] = {"workspace": workspace, "llm_judge": judge}
+    extra: dict[str, Any] = {"llm_judge": judge}
     if max_replans is not None:
         extra["max_replans"] = max_replans
     for key, value in (
@@ -413,13 +449,10 @@ def run(
     ] = None,  # noqa: E501
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress."""
-    tid = thread_id or str(uuid.uuid4())
-    ws = workspace or str(Path("planexec-runs") / tid)
-    context = _context(
-        ws, approval, planner_model, executor_model, evaluator_model, judge, max_replans
-    )
+    tid = thread_id if thread_id is not None else str(uuid.uuid4())
+    context = _context(approval, planner_model, executor_model, evaluator_model, judge, max_replans)
     session = Session(yes=yes, as_json=as_json)
-    _guard(_run(task, plan, data or [], tid, db or default_db(), context, session))
+    _guard(_run(task, plan, data or [], tid, db or default_db(), context, session, workspace))
 
 
 async def _resume(thread_id: str, db: str, session: Session) -> int:
@@ -430,15 +463,26 @@ async def _resume(thread_id: str, db: str, session: Session) -> int:
         state = await graph.aget_state(config)
         if not state.values:
             raise UserError(f"no run with thread id {thread_id} in {db}")
-        saved = json.loads(str((state.metadata or {}).get("planexec_context") or "{}"))
-        names = {f.name for f in fields(Context)}
+        meta = state.metadata or {}
+        saved = json.loads(str(meta.get("planexec_context") or "{}"))
+        # runs started before planexec_workspace existed kept their folder in the context
+        folder = meta.get("planexec_workspace") or saved.pop("workspace", None)
+        if not folder:
+            raise UserError(f"thread {thread_id} was not started by the planexec CLI")
+        sandbox = sandbox_for(str(folder), db, _text(meta.get("planexec_outputs")))
+        names = {f.name for f in fields(Context)} - {"workspace"}
         context = Context(**{k: v for k, v in saved.items() if k in names})
-        config["metadata"] = run_settings(context)
+        config["metadata"] = run_settings(context, sandbox)
         if not state.next:
             session.out.print(f"thread {thread_id} has already finished")
-            return report(state.values, thread_id, context.workspace, session)
+            return report(state.values, thread_id, str(sandbox.root), session)
+        graph = build_graph(checkpointer=saver, sandbox=sandbox)
         values = await drive(graph, config, context, None, session)
-    return report(values, thread_id, context.workspace, session)
+    return report(values, thread_id, str(sandbox.root), session)
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 @app.command()
@@ -452,7 +496,7 @@ def resume(
     _guard(_resume(thread_id, db or default_db(), Session(yes=yes, as_json=as_json)))
 
 
-async def _show(thread_id: str, db: str, session: Session) -> int:
+async def _show(thread_id: str, db: str, session: Session, step: int | None = None) -> int:
     config: RunnableConfig = {"configurable": {"thread_id": thread_id}}
     async with open_saver(db) as saver:
         graph = build_graph(checkpointer=saver)
@@ -460,6 +504,14 @@ async def _show(thread_id: str, db: str, session: Session) -> int:
     values = state.values
     if not values:
         raise UserError(f"no run with thread id {thread_id} in {db}")
+    if step is not None:
+        record = values.get("steps", {}).get(str(step))
+        if record is None:
+            raise UserError(f"run {thread_id} has no step {step}")
+        folder = _text((state.metadata or {}).get("planexec_outputs"))
+        output = output_of(record, OutputStore(folder or default_outputs_dir()))
+        print(json.dumps(output, ensure_ascii=False, indent=1))
+        return 0
     if session.as_json:
         print(
             json.dumps(
@@ -509,9 +561,12 @@ def show(
     thread_id: Annotated[str, typer.Argument(help="Thread id of the run.")],
     db: DbOption = None,
     as_json: JsonOption = False,
+    output: Annotated[
+        int | None, typer.Option("--output", help="Print this step's whole output as JSON.")
+    ] = None,
 ) -> None:
     """Show a run: its plan, revisions, step statuses and timings, and token use."""
-    _guard(_show(thread_id, db or default_db(), Session(yes=False, as_json=as_json)))
+    _guard(_show(thread_id, db or default_db(), Session(yes=False, as_json=as_json), output))
 
 
 async def _threads(db: str, limit: int, session: Session) -> int:
@@ -576,11 +631,9 @@ def demo(
         "[bold]planexec demo[/]: this plan was [bold]recorded[/], not planned live; "
         "no model is called and no API key is needed."
     )
-    context = Context(
-        workspace=str(target), planner_model="openai:not-used", executor_model="openai:not-used"
-    )
+    context = Context(planner_model="openai:not-used", executor_model="openai:not-used")
     tid = str(uuid.uuid4())
-    _guard(_run(None, plan_path, [], tid, db or default_db(), context, session))
+    _guard(_run(None, plan_path, [], tid, db or default_db(), context, session, str(target)))
 
 
 def main() -> None:

@@ -86,9 +86,13 @@ class Context:
             "(the first plan, and revisions that add a side-effecting tool), never."
         },
     )
-    workspace: StrictStr = field(
-        default_factory=lambda: os.environ.get("PLANEXEC_WORKSPACE", "planexec-workspace"),
-        metadata={"description": "Folder the tools may read and write; nothing outside it."},
+    workspace: str | None = field(
+        default=None,
+        metadata={
+            "description": "Name of a shared folder below the operator's workspace root "
+            "(e.g. 'sales' or 'team/sales': letters, digits, '.', '_', '-'), the only files the "
+            "tools may read and write. Unset: a folder of this thread's own."
+        },
     )
     max_steps: Positive = field(default=30, metadata={"description": "Most steps a plan may have."})
     max_plan_repairs: Count = field(

@@ -26,3 +26,10 @@ class TransientToolError(PlanexecError):
 
 class WorkspaceError(ToolError):
     """A path is outside the run's workspace, or is not a regular file or folder."""
+
+
+class PlanNotApprovedError(PlanexecError):
+    """The plan in state is not the approved one (changed after approval, or never approved).
+
+    The executor records it and sends the plan back to approval; nothing runs.
+    """

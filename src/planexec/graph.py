@@ -6,6 +6,7 @@ use ``build_graph(checkpointer=...)``.
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from typing import Any
 
@@ -19,6 +20,7 @@ from planexec import routing
 from planexec.admission import PlanexecGraph, admit
 from planexec.context import Context
 from planexec.nodes import approval, evaluator, executor, finalizer, planner, replanner
+from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
 from planexec.transient import is_transient
@@ -38,34 +40,51 @@ def build_graph(
     tools: ToolRegistry | None = None,
     store: BaseStore | None = None,
     name: str = "planexec",
+    workspace_root: str | os.PathLike[str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> PlanexecGraph:
-    """Compile the planner-executor graph with the given checkpointer and tools."""
+    """Compile the planner-executor graph with the given checkpointer and tools.
+
+    Runs' files live under ``workspace_root`` (else ``$PLANEXEC_WORKSPACE_ROOT``, else
+    ``./planexec-workspaces``): each thread in a folder of its own unless its context names a
+    shared one (see :mod:`planexec.sandbox`). ``sandbox`` instead gives the whole layout, e.g.
+    ``Sandbox.one_folder(path)`` for a single user's own folder.
+    """
+    if sandbox is not None and workspace_root is not None:
+        raise SandboxError("give build_graph a workspace_root or a sandbox, not both")
+    box = sandbox if sandbox is not None else Sandbox.at(workspace_root)
     registry = tools if tools is not None else default_registry()
     builder = StateGraph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
-    builder.add_node("planner", partial(planner.plan, tools=registry), retry_policy=MODEL_RETRY)
+    builder.add_node(
+        "planner", partial(planner.plan, tools=registry, sandbox=box), retry_policy=MODEL_RETRY
+    )
     builder.add_node("approval", partial(approval.review, tools=registry))
     builder.add_node(
         "executor",
         RunnableLambda(
-            partial(executor.execute, tools=registry),
-            afunc=partial(executor.aexecute, tools=registry),
+            partial(executor.execute, tools=registry, sandbox=box),
+            afunc=partial(executor.aexecute, tools=registry, sandbox=box),
             name="executor",
         ),
     )
     builder.add_node(
-        "evaluator", partial(evaluator.evaluate, tools=registry), retry_policy=MODEL_RETRY
+        "evaluator",
+        partial(evaluator.evaluate, sandbox=box, tools=registry),
+        retry_policy=MODEL_RETRY,
     )
     builder.add_node(
         "replanner", partial(replanner.replan, tools=registry), retry_policy=MODEL_RETRY
     )
-    builder.add_node("finalizer", partial(finalizer.finalize, tools=registry))
+    builder.add_node(
+        "finalizer", partial(finalizer.finalize, outputs=box.output_store(), tools=registry)
+    )
 
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", routing.after_planner)
     builder.add_conditional_edges("approval", routing.after_approval)
-    builder.add_edge("executor", "evaluator")
+    builder.add_conditional_edges("executor", routing.after_executor)
     builder.add_conditional_edges("evaluator", routing.after_evaluator)
     builder.add_conditional_edges("replanner", routing.after_replanner)
     builder.set_finish_point("finalizer")

@@ -8,6 +8,7 @@ to steps it lists in ``depends_on``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Collection, Iterator
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from planexec.state import PlanDoc, StepDoc
+from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.storable import UnstorableValueError, to_storable
 
 if TYPE_CHECKING:
@@ -33,7 +34,12 @@ class Step(BaseModel):
     id: int = Field(ge=1, description="Unique positive integer id of the step.")
     tool: str | None = Field(
         description="Name of one available tool, or null for a step the executor model "
-        "does itself (writing, summarising) with the plan's tools at hand."
+        "does itself (writing, summarising)."
+    )
+    tools: list[str] = Field(
+        default_factory=list,
+        description='Only on a "tool": null step: the tools its executor model may call '
+        "(default none).",
     )
     args: dict[str, Any] = Field(
         default_factory=dict,
@@ -178,6 +184,29 @@ def _check_args(step: Step, tools: ToolRegistry) -> list[str]:
     return errors
 
 
+def _check_step_tools(step: Step, tools: ToolRegistry) -> list[str]:
+    """Check the tools a step lists: only on a tool-less step, registered, each once."""
+    if not step.tools:
+        return []
+    if step.tool is not None:
+        return [
+            f"step {step.id}: only a step with no tool may list tools; this step calls "
+            f"{step.tool!r} and nothing else"
+        ]
+    errors: list[str] = []
+    seen: set[str] = set()
+    for name in step.tools:
+        if name in seen:
+            errors.append(f"step {step.id}: tool {name!r} is listed twice in tools")
+        elif name not in tools:
+            errors.append(
+                f"step {step.id}: unknown tool {name!r} in tools "
+                f"(available: {', '.join(tools.names()) or 'none'})"
+            )
+        seen.add(name)
+    return errors
+
+
 def validate_plan(
     data: Any,
     tools: ToolRegistry,
@@ -220,6 +249,7 @@ def validate_plan(
             )
         elif step.tool is not None:
             errors.extend(_check_args(step, tools))
+        errors.extend(_check_step_tools(step, tools))
         for dep in step.depends_on:
             if dep == step.id:
                 errors.append(f"step {step.id} depends on itself")
@@ -249,6 +279,21 @@ def to_doc(plan: Plan, version: int) -> PlanDoc:
     return PlanDoc(goal=plan.goal, steps=steps, version=version)
 
 
+def step_tools(step: StepDoc) -> list[str]:
+    """Return the tools a step may call: its own tool, or the tools its step lists.
+
+    A tool-less step stored before steps had a ``tools`` field may call none.
+    """
+    if step["tool"] is not None:
+        return [step["tool"]]
+    return list(step.get("tools") or [])
+
+
+def plan_tools(plan: PlanDoc) -> list[str]:
+    """Return every tool a plan may call (tool steps and the tools steps list), sorted."""
+    return sorted({name for step in plan["steps"] for name in step_tools(step)})
+
+
 def topological_order(steps: list[StepDoc]) -> list[StepDoc]:
     """Return the steps so every step comes after its dependencies, ties in plan order."""
     position = {s["id"]: i for i, s in enumerate(steps)}
@@ -262,3 +307,53 @@ def topological_order(steps: list[StepDoc]) -> list[StepDoc]:
             ordered.append(steps[position[sid]])
             sorter.done(sid)
     return ordered
+
+
+def _sha256_of(content: Any) -> str:
+    canonical = json.dumps(
+        content, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def step_digest(step: StepDoc | dict[str, Any]) -> str:
+    """Return the SHA-256 of one step's content; a step record is valid only for that content."""
+    return _sha256_of(step)
+
+
+def plan_digest(plan: PlanDoc | dict[str, Any]) -> str:
+    """Return the SHA-256 of a plan's content (goal and steps, canonical JSON).
+
+    The version is not part of it: two plans with the same goal and steps are the same plan.
+    An approval records this digest, and the executor runs a plan only if its digest is the
+    approved one.
+    """
+    return _sha256_of({"goal": plan.get("goal"), "steps": plan.get("steps")})
+
+
+def current_records(plan: PlanDoc, records: dict[str, StepRecord]) -> dict[str, StepRecord]:
+    """Return the step records that still belong to this plan; the others become pending.
+
+    A record counts only if it was made for exactly this step's content and every step it
+    depends on counts too (a changed dependency means a changed input).
+    """
+    current: dict[str, StepRecord] = {}
+    valid: set[int] = set()
+    try:
+        ordered = topological_order(plan["steps"])
+    except CycleError:  # an invalid plan edited into state: none of it has run
+        return {str(s["id"]): StepRecord(status="pending", attempts=0) for s in plan["steps"]}
+    for step in ordered:
+        rec = records.get(str(step["id"]))
+        finished = rec is not None and rec.get("status", "pending") != "pending"
+        if (
+            rec is not None
+            and finished
+            and rec.get("step_digest") == step_digest(step)
+            and all(d in valid for d in step["depends_on"])
+        ):
+            valid.add(step["id"])
+            current[str(step["id"])] = rec
+        else:
+            current[str(step["id"])] = StepRecord(status="pending", attempts=0)
+    return current

@@ -7,7 +7,7 @@ by calling the Plan tool.
 Rules:
 - Each step calls exactly one of the tools below, with arguments that fit its JSON schema, or \
 has "tool": null when the executor model must do it itself (summarising, writing prose); such a \
-step may use the plan's tools.
+step may call only the tools in its "tools" list (default none): list only what it needs.
 - Use the smallest meaningful steps, and at most {max_steps} of them. Step ids are unique \
 positive integers.
 - depends_on lists the steps whose results a step needs. Steps that do not depend on each \

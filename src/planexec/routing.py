@@ -12,14 +12,25 @@ def after_planner(state: State) -> Literal["approval", "finalizer"]:
     return "finalizer" if state.get("error") else "approval"
 
 
-def after_approval(state: State) -> Literal["executor", "planner", "finalizer"]:
-    """Approved (or edited) plans run; rejected ones go back to the planner; cancel ends."""
+def after_approval(state: State) -> Literal["executor", "planner", "finalizer", "approval"]:
+    """Approved (or edited) plans run; rejected ones go back to the planner; cancel ends.
+
+    A refused answer asks again (one interrupt per node run, so decisions are never re-judged).
+    """
     action = (state.get("approval") or {}).get("action")
     if action == "reject":
         return "planner"
     if action == "cancel":
         return "finalizer"
+    if action == "refused":
+        return "approval"
     return "executor"
+
+
+def after_executor(state: State) -> Literal["evaluator", "approval"]:
+    """Results go to the evaluator; a plan the executor refused to run goes back to approval."""
+    action = (state.get("approval") or {}).get("action")
+    return "approval" if action == "not_approved" else "evaluator"
 
 
 def after_evaluator(state: State) -> Literal["executor", "replanner", "finalizer"]:

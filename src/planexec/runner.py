@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -31,9 +30,11 @@ from pydantic import ValidationError
 from planexec import models, prompts
 from planexec.context import Context
 from planexec.errors import ToolError
+from planexec.outputs import OutputStore, output_of
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
-from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
+from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepDoc, add_usage
+from planexec.steptools import Refusals, allowed_tools
 from planexec.storable import UnstorableValueError, storable_text, to_storable
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
@@ -42,7 +43,7 @@ from planexec.transient import is_transient
 MAX_RETRY_INTERVAL = 60.0
 """Longest wait, in seconds, before a step's next attempt, however the backoff is set."""
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
-REF_KEY = "$ref"
+PREVIEW_CHARS = 200
 
 
 class DependencyGate:
@@ -93,9 +94,9 @@ class ExecutionRound:
     tools: ToolRegistry
     context: Context
     workspace: Workspace
+    outputs: OutputStore
     run_id: str
     gate: DependencyGate
-    allowed_tools: list[str]
     secrets: list[str] = field(default_factory=secret_values)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
@@ -174,17 +175,20 @@ def outcome(
     attempts: int = 0,
     started_at: float | None = None,
     output: Any = None,
+    output_file: OutputFile | None = None,
     summary: str = "",
     error: str | None = None,
     usage: dict[str, RoleUsage] | None = None,
     secrets: list[str] | None = None,
+    refused_calls: list[RefusedCall] | None = None,
 ) -> dict[str, Any]:
     """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed.
 
     ``output`` must already be storable (:func:`planexec.storable.to_storable`); the summary
-    and the error, which quote tools and models, are made storable here.
+    and the error, which quote tools and models, are made storable here. ``output_file`` is
+    set only for a spilled output (see :mod:`planexec.outputs`).
     """
-    return {
+    record = {
         "id": step_id,
         "status": status,
         "attempts": attempts,
@@ -195,6 +199,11 @@ def outcome(
         "error": None if error is None else storable_text(redact(error, secrets)),
         "usage": usage or {},
     }
+    if output_file is not None:
+        record["output_file"] = output_file
+    if refused_calls:
+        record["refused_calls"] = redact(refused_calls, secrets)
+    return record
 
 
 def retry_delay(context: Context, attempt: int) -> float:
@@ -208,49 +217,35 @@ def retry_delay(context: Context, attempt: int) -> float:
 
 def summarize(output: Any, limit: int = 240) -> str:
     """Return a one-line preview of an output."""
-    if isinstance(output, dict) and REF_KEY in output:
-        return (
-            f"{output.get('bytes', '?')} bytes in {output[REF_KEY]}: {output.get('preview', '')}"[
-                :limit
-            ]
-        )
     text = output if isinstance(output, str) else json.dumps(output, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def is_reference(output: Any) -> bool:
-    """Say whether an output in state is a reference to a file holding the real output."""
-    return (
-        isinstance(output, dict)
-        and REF_KEY in output
-        and set(output) <= {REF_KEY, "bytes", "preview"}
-    )
+async def store_output(value: Any, round_: ExecutionRound) -> tuple[Any, OutputFile | None]:
+    """Keep a small output as is; spill a large one to planexec's outputs folder.
 
-
-async def store_output(value: Any, round_: ExecutionRound, step_id: int) -> Any:
-    """Keep a small output as is; write a large one to the workspace and keep a reference."""
+    Returns ``(output, None)`` for an output kept in state, ``(None, output_file)`` for a
+    spilled one.
+    """
     text = json.dumps(value, ensure_ascii=False)
     size = len(text.encode("utf-8"))
     if size > MAX_OUTPUT_BYTES:
         raise ToolError(f"the output is {size} bytes; at most {MAX_OUTPUT_BYTES} are kept")
     if size <= round_.context.inline_output_limit:
-        return value
-    relative = f".planexec/outputs/{round_.run_id}/v{round_.plan['version']}-step{step_id}.json"
-
-    def write() -> None:
-        round_.workspace.prepare_output(relative).write_text(text, encoding="utf-8")
-
-    await _in_daemon_thread(write)  # file I/O stays off the event loop
-    return {REF_KEY: relative, "bytes": size, "preview": summarize(value, 200)}
+        return value, None
+    preview = summarize(value, PREVIEW_CHARS)
+    saved: OutputFile = await _in_daemon_thread(  # file I/O stays off the event loop
+        lambda: round_.outputs.save(text, preview)
+    )
+    return None, saved
 
 
-def load_output(output: Any, workspace: Workspace) -> Any:
-    """Return a step's full output, reading it back from the workspace if it was stored there."""
-    if is_reference(output):
-        path: Path = workspace.resolve(output[REF_KEY], must_exist=True)
-        return json.loads(path.read_text(encoding="utf-8"))
-    return output
+def summary_of(output: Any, output_file: OutputFile | None) -> str:
+    """Return a step's one-line summary, from its output or its spilled output's preview."""
+    if output_file is None:
+        return summarize(output)
+    return f"{output_file['preview']} ({output_file['bytes']:,} bytes, kept in a file)"
 
 
 def _is_async_tool(tool_: BaseTool) -> bool:
@@ -315,9 +310,10 @@ async def _model_step(
     round_: ExecutionRound,
     config: RunnableConfig,
     usage: dict[str, RoleUsage],
+    refusals: Refusals,
 ) -> str:
-    """Carry out a tool-less step with the executor model and the plan's tools (bounded loop)."""
-    allowed = {name: round_.tools.get(name) for name in round_.allowed_tools}
+    """Carry out a tool-less step with the executor model and its step's tools (bounded loop)."""
+    allowed = allowed_tools(step, round_.tools)
     model = await _in_daemon_thread(lambda: models.load_chat_model(round_.context.executor_model))
     bound = model.bind_tools(list(allowed.values())) if allowed else model
     shown_inputs = (
@@ -345,7 +341,7 @@ async def _model_step(
         messages.append(reply)
         for call in reply.tool_calls:
             if call["name"] not in allowed:
-                text = f"error: {call['name']!r} is not a tool of the approved plan; not run"
+                text = refusals.refuse(call["name"], call["args"], list(allowed))
             else:
                 try:
                     result = await asyncio.wait_for(
@@ -378,13 +374,14 @@ async def execute_step(
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     usage: dict[str, RoleUsage] = {}
+    refusals = Refusals(sid, write, round_.secrets)
     try:
         referenced = {ref for ref, _ in iter_references(step["args"])} | set(step["depends_on"])
-        needed = {d: deps[d]["output"] for d in sorted(referenced & set(deps))}
-        inputs: dict[int, Any] = dict(needed)
-        if any(is_reference(out) for out in needed.values()):  # read files off the event loop
-            inputs = await _in_daemon_thread(
-                lambda: {d: load_output(out, round_.workspace) for d, out in needed.items()}
+        needed = {d: deps[d] for d in sorted(referenced & set(deps))}
+        inputs: dict[int, Any] = {d: rec.get("output") for d, rec in needed.items()}
+        if any(rec.get("output_file") is not None for rec in needed.values()):
+            inputs = await _in_daemon_thread(  # read spilled outputs off the event loop
+                lambda: {d: output_of(rec, round_.outputs) for d, rec in needed.items()}
             )
         args = resolve_references(step["args"], inputs)
     except (ReferenceError_, ToolError, OSError, ValueError) as exc:
@@ -402,15 +399,18 @@ async def execute_step(
     attempts, error = 0, "not run"
     while attempts < max_attempts:
         attempts += 1
+        refusals.attempt = attempts
         try:
             async with round_.slots():  # at most max_parallel_steps attempts at once
                 with use_workspace(round_.workspace):
                     if step["tool"] is None:
-                        work = _model_step(step, args, inputs, round_, config, usage)
+                        work = _model_step(step, args, inputs, round_, config, usage, refusals)
                     else:
                         work = call_tool(round_.tools.get(step["tool"]), args, config)
                     value = await asyncio.wait_for(work, ctx.step_timeout)
-                output = await store_output(redact(to_storable(value), round_.secrets), round_, sid)
+                output, output_file = await store_output(
+                    redact(to_storable(value), round_.secrets), round_
+                )
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
             error = storable_text(_describe_error(exc))
             if is_transient(exc) and attempts < max_attempts:
@@ -418,7 +418,7 @@ async def execute_step(
                 await asyncio.sleep(retry_delay(ctx, attempts))  # backoff outside the slot
                 continue
         else:
-            summary = summarize(output)
+            summary = summary_of(output, output_file)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
             return outcome(
                 sid,
@@ -426,9 +426,11 @@ async def execute_step(
                 attempts=attempts,
                 started_at=started,
                 output=output,
+                output_file=output_file,
                 summary=summary,
                 usage=usage,
                 secrets=round_.secrets,
+                refused_calls=refusals.kept,
             )
         break
     write({"event": "step_failed", "step": sid, "error": error})
@@ -440,6 +442,7 @@ async def execute_step(
         error=error,
         usage=usage,
         secrets=round_.secrets,
+        refused_calls=refusals.kept,
     )
 
 

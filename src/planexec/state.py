@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+ApprovalAction = Literal["approve", "edit", "reject", "cancel", "auto", "refused", "not_approved"]
 Decision = Literal["finish", "retry", "replan", "give_up"]
 FinalStatus = Literal["succeeded", "partial", "failed", "cancelled"]
 
@@ -21,6 +22,8 @@ class StepDoc(TypedDict):
 
     id: int
     tool: str | None
+    tools: list[str]
+    """Tools the executor model may call in a ``"tool": null`` step (empty: none)."""
     args: dict[str, Any]
     description: str
     depends_on: list[int]
@@ -35,8 +38,68 @@ class PlanDoc(TypedDict):
     version: int
 
 
+class ApprovedPlan(TypedDict):
+    """The one plan the executor may run: its version and content digest, and who approved it.
+
+    ``tools`` are the tools approved so far for this task (the ``first`` policy lets a
+    replanner's revision run without asking only if it adds no side-effecting tool).
+    """
+
+    version: int
+    digest: str
+    by: Literal["reviewer", "policy"]
+    tools: list[str]
+
+
+class ProposedPlan(TypedDict):
+    """Which node made the current plan (and the digest it had then)."""
+
+    version: int
+    digest: str
+    by: Literal["planner", "replanner", "reviewer"]
+
+
+class ApprovalRecord(TypedDict, total=False):
+    """The latest decision at the approval step: a reviewer's, the policy's, or a refusal."""
+
+    action: ApprovalAction
+    version: int
+    digest: str
+    reason: str
+    error: str
+
+
+class RefusedCall(TypedDict):
+    """A tool call a step's executor model made that its step does not list: not run."""
+
+    tool: str
+    args: str
+    """The call's arguments as JSON text, secrets redacted, cut at 500 characters."""
+    reason: str
+    attempt: int
+
+
+class OutputFile(TypedDict):
+    """Where a step's large output was spilled: a file planexec owns, outside every workspace.
+
+    Only the executor writes this field; a tool's output can never become one.
+    """
+
+    id: str
+    bytes: int
+    sha256: str
+    preview: str
+
+
 class StepRecord(TypedDict, total=False):
-    """What happened to one step of the current plan."""
+    """What happened to one step of the current plan.
+
+    ``step_digest`` names the exact step content the result belongs to: a record whose step
+    was changed since (by an edit, a state edit or a fork) no longer counts as finished.
+
+    A large output is not in ``output`` (which is then None) but in the file ``output_file``
+    names; read outputs with :func:`planexec.outputs.output_of`.
+    """
 
     status: StepStatus
     attempts: int
@@ -44,9 +107,13 @@ class StepRecord(TypedDict, total=False):
     ended_at: float | None
     summary: str
     output: Any
+    output_file: OutputFile
     error: str | None
     checked: bool
     judged_retry: bool  # re-run after a judge's rejection (of it or a step it depends on)
+    step_digest: str
+    refused_calls: list[RefusedCall]
+    """Present when the step's model asked for tools its step does not list (first 20)."""
 
 
 class Revision(TypedDict):
@@ -122,9 +189,9 @@ class State(TypedDict):
     revisions: NotRequired[Annotated[list[Revision], operator.add]]
     steps: NotRequired[dict[str, StepRecord]]
     feedback: NotRequired[str | None]
-    approval: NotRequired[dict[str, Any] | None]
-    approved_version: NotRequired[int]
-    approved_tools: NotRequired[list[str]]
+    approval: NotRequired[ApprovalRecord | None]
+    approved: NotRequired[ApprovedPlan | None]
+    proposed: NotRequired[ProposedPlan | None]
     planning_errors: NotRequired[list[str]]
     evaluation: NotRequired[Evaluation | None]
     replans: NotRequired[int]

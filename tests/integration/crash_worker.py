@@ -22,6 +22,7 @@ from langchain_core.tools import tool
 from langgraph.types import Command
 
 from planexec import Context, build_graph
+from planexec.sandbox import Sandbox
 from planexec.tools import ToolRegistry
 from planexec.tools.workspace import current_workspace
 
@@ -92,11 +93,12 @@ def save(workspace: str, thread_id: str, out: dict) -> None:
 
 def main() -> None:
     action, db, workspace, threads, script, mode = sys.argv[1:7]
-    context = Context(planner_model=f"scripted:{script}", workspace=workspace)
+    context = Context(planner_model=f"scripted:{script}")
+    sandbox = Sandbox.one_folder(workspace, outputs=f"{workspace}.outputs")
     registry = ToolRegistry([append_line])
     if mode == "sync":
         with sync_saver(db) as saver:
-            graph = build_graph(checkpointer=saver, tools=registry)
+            graph = build_graph(checkpointer=saver, tools=registry, sandbox=sandbox)
             for tid in threads.split(","):
                 config = {"configurable": {"thread_id": tid}}
                 for payload in inputs(action):
@@ -106,7 +108,7 @@ def main() -> None:
 
     async def run() -> None:
         async with async_saver(db) as saver:
-            graph = build_graph(checkpointer=saver, tools=registry)
+            graph = build_graph(checkpointer=saver, tools=registry, sandbox=sandbox)
             for tid in threads.split(","):
                 config = {"configurable": {"thread_id": tid}}
                 for payload in inputs(action):

@@ -254,3 +254,63 @@ def test_an_edit_that_is_not_json_is_refused_and_asked_again(env, monkeypatch):
     assert "not valid JSON" in result.output and "Traceback" not in result.output
     assert result.exit_code == 1 and "cancelled" in result.output
     assert not (env / "ws" / "a.txt").exists()
+
+
+@pytest.mark.parametrize("tid", ["/", "..", ".", "", "a/b", "../../tmp", "/etc"])
+def test_thread_ids_that_are_paths_are_refused(env, tid):
+    plan_file = env / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "read_file", {"path": "etc/hostname"}))))
+    result = invoke("run", "--plan", str(plan_file), "--thread-id", tid, "--yes")
+    assert result.exit_code == 2, result.output
+    assert "thread id" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
+    assert not (env / "planexec-runs").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--workspace", ""], "empty"),
+        (["--workspace", "."], "overlap"),  # planexec's outputs folder (PLANEXEC_OUTPUTS_DIR)
+        (["--workspace", "outputs"], "overlap"),
+        (["--workspace", "ws", "--db", "ws/runs.sqlite"], "inside the workspace"),
+    ],
+)
+def test_a_workspace_holding_planexecs_own_files_is_refused(env, extra, message):
+    plan_file = env / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "read_file", {"path": "plan.json"}))))
+    result = invoke("run", "--plan", str(plan_file), *extra, "--yes")
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) <= 2
+    assert not (env / "ws" / "runs.sqlite").exists()
+
+
+def test_spilled_outputs_stay_outside_the_workspace_and_show_prints_them(env):
+    (env / "ws").mkdir()
+    text = "line of a big file\n" * 1000
+    (env / "ws" / "big.txt").write_text(text)
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(
+            plan_of(
+                step(1, "read_file", {"path": "big.txt"}),
+                step(2, "write_file", {"path": "copy.txt", "content": "$1.content"}, [1]),
+            )
+        )
+    )
+    result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", "--yes")
+    assert result.exit_code == 0, result.output
+    tid = thread_of(result.output)
+    assert (env / "ws" / "copy.txt").read_text() == text
+    assert sorted(p.name for p in (env / "ws").rglob("*")) == ["big.txt", "copy.txt"]
+    shown = json.loads(invoke("show", tid, "--json").stdout)
+    assert shown["steps"]["1"]["output"] is None
+    spill = shown["steps"]["1"]["output_file"]
+    assert (env / "outputs" / f"{spill['id']}.json").exists()
+    printed = invoke("show", tid, "--output", "1")
+    assert printed.exit_code == 0, printed.output
+    assert json.loads(printed.stdout)["content"] == text
+    assert json.loads(invoke("show", tid, "--output", "2").stdout)["path"] == "copy.txt"
+    missing = invoke("show", tid, "--output", "9")
+    assert missing.exit_code == 2 and "has no step 9" in missing.output

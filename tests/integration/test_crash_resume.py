@@ -25,7 +25,10 @@ PLAN = plan_of(
 
 
 def worker(action: str, db: str, ws: Path, threads: str, script: Path, mode: str):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
     return subprocess.Popen(
         [
             sys.executable,

@@ -11,6 +11,8 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.errors import TransientToolError
+from planexec.outputs import output_of
+from planexec.sandbox import Sandbox
 from planexec.scripted import ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import (
@@ -140,24 +142,33 @@ def test_a_hanging_tool_times_out_and_dependents_are_skipped(use_models, ctx, mo
     assert "step 1 [hangs] failed: timed out" in out["final"]["answer"]
 
 
-def test_large_outputs_go_to_a_file_and_still_flow_to_dependents(use_models, ctx, workspace):
+def test_large_outputs_go_to_a_file_and_still_flow_to_dependents(
+    use_models, ctx, workspace, workspace_root
+):
     big = "x" * 50_000
     plan = plan_of(step(1, "echo", {"text": big}), step(2, "echo", {"text": "$1"}, [1]))
     use_models(planner=scripted(plan_reply(plan)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
     out, config = run(graph, ctx())
-    ref = out["steps"]["1"]["output"]
-    assert set(ref) == {"$ref", "bytes", "preview"} and ref["bytes"] > 50_000
-    assert (workspace / ref["$ref"]).exists()
-    assert out["steps"]["2"]["output"]["$ref"] != ref["$ref"]
+    first, second = out["steps"]["1"], out["steps"]["2"]
+    assert first["output"] is None and set(first["output_file"]) == {
+        "id",
+        "bytes",
+        "sha256",
+        "preview",
+    }
+    assert first["output_file"]["bytes"] > 50_000 and "kept in a file" in first["summary"]
+    store = Sandbox.at(workspace_root).output_store()
+    assert output_of(first, store) == big and output_of(second, store) == big
+    assert second["output_file"]["id"] != first["output_file"]["id"]
     assert out["final"]["status"] == "succeeded"
     assert len(str(graph.get_state(config).values["steps"])) < 5_000
 
 
-def test_tool_less_step_uses_the_executor_model_with_only_the_plans_tools(use_models, ctx):
+def test_tool_less_step_uses_the_executor_model_with_only_the_steps_tools(use_models, ctx):
     plan = plan_of(
         step(1, "echo", {"text": "data"}),
-        step(2, None, {"topic": "$1"}, [1], expected="a sentence"),
+        {**step(2, None, {"topic": "$1"}, [1], expected="a sentence"), "tools": ["echo"]},
     )
     executor = scripted(
         ScriptedReply(
@@ -173,7 +184,7 @@ def test_tool_less_step_uses_the_executor_model_with_only_the_plans_tools(use_mo
     out, config = run(graph, ctx())
     assert out["steps"]["2"]["output"] == "Final: data summarised"
     second_prompt = executor.prompts[1]
-    assert "'always_fails' is not a tool of the approved plan" in second_prompt
+    assert "'always_fails' is not a tool of this step; not run" in second_prompt
     assert "tool says hi" in second_prompt
     usage = graph.get_state(config).values["usage"]
     assert usage["executor"]["calls"] == 2 and usage["planner"]["calls"] == 1

@@ -19,7 +19,8 @@ from tests.servers import free_port
 
 PLAN = plan_of(
     step(1, "echo", {"text": "from a local server"}),
-    step(2, None, {"about": "$1"}, [1], expected="one sentence"),
+    {**step(2, None, {"about": "$1"}, [1], expected="one sentence"), "tools": ["echo"]},
+    step(3, None, {"about": "$2"}, [2], expected="one sentence"),
 )
 
 
@@ -85,7 +86,7 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
     ctx = Context(
         planner_model="openai:local-planner",
         executor_model="openai:local-executor",
-        workspace=str(workspace),
+        workspace="ws",
     )
     config = thread()
     asked = graph.invoke({"task": "say where this runs"}, config, context=ctx)
@@ -93,9 +94,10 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)
     assert out["final"]["status"] == "succeeded"
     assert out["steps"]["2"]["output"] == "The text came from a local server."
-    assert [r["model"] for r in requests] == ["local-planner", "local-executor"]
+    assert [r["model"] for r in requests] == ["local-planner", "local-executor", "local-executor"]
     assert all(r["path"] == "/v1/chat/completions" for r in requests)
     assert requests[0]["auth"] == "Bearer local-key-not-secret"
-    assert {t["function"]["name"] for t in requests[1]["tools"]} == {"echo"}
+    assert {t["function"]["name"] for t in requests[1]["tools"]} == {"echo"}  # step 2's tools
+    assert "tools" not in requests[2]  # step 3 lists none: the model is offered none
     usage = graph.get_state(config).values["usage"]
     assert usage["planner"] == {"calls": 1, "input_tokens": 123, "output_tokens": 45}

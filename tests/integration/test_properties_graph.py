@@ -19,9 +19,12 @@ from tests.helpers import always_fails, echo, plan_of, plan_reply, sleep_for, st
 from tests.strategies import examples, planner_replies, resume_answers
 
 TOOLS = ToolRegistry([echo, sleep_for, always_fails])
-GRAPH = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+GRAPH = build_graph(
+    checkpointer=InMemorySaver(),
+    tools=TOOLS,
+    workspace_root=tempfile.mkdtemp(prefix="planexec-prop-"),
+)
 CTX = Context(
-    workspace=tempfile.mkdtemp(prefix="planexec-prop-"),
     planner_model="scripted",
     max_plan_repairs=2,
     max_steps=30,

@@ -44,8 +44,7 @@ def given_error() -> Any:
 
 
 TOOLS = ToolRegistry([given_value, given_error, echo])
-CTX = Context(
-    workspace=tempfile.mkdtemp(prefix="planexec-wedges-"),
+CTX = Context(  # no workspace name: each thread works in a folder of its own
     planner_model="scripted",
     executor_model="scripted",
     evaluator_model="scripted",
@@ -59,6 +58,7 @@ VALUE_PLAN = plan_of(
     step(4, "echo", {"text": "independent"}),
     step(5, None, {"about": "$1"}, [1], expected="a sentence"),
 )
+ROOT = tempfile.mkdtemp(prefix="planexec-wedges-")
 ENDED = {"succeeded", "partial", "failed", "cancelled"}
 
 
@@ -69,7 +69,7 @@ def serve(*replies: ScriptedReply) -> None:
 
 @pytest.fixture(scope="module")
 def memory_graph() -> Any:
-    return build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    return build_graph(checkpointer=InMemorySaver(), tools=TOOLS, workspace_root=ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,7 @@ def postgres_graph(postgres_url: str) -> Iterator[Any]:
 
     with PostgresSaver.from_conn_string(postgres_url) as saver:
         saver.setup()
-        yield build_graph(checkpointer=saver, tools=TOOLS)
+        yield build_graph(checkpointer=saver, tools=TOOLS, workspace_root=ROOT)
 
 
 @pytest.fixture(autouse=True)

@@ -115,7 +115,7 @@ def test_a_failing_model_endpoint_gets_three_requests_not_nine(
     monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([rate_limited]))
-    ctx = Context(planner_model="openai:down", workspace=str(workspace))
+    ctx = Context(planner_model="openai:down", workspace="ws")
     with pytest.raises(openai.InternalServerError):
         graph.invoke({"task": "t"}, thread(), context=ctx)
     assert len(hits) == 3  # planexec's RetryPolicy: 3 attempts; the client does not retry

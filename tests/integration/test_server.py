@@ -12,26 +12,39 @@ from langgraph.pregel.remote import RemoteGraph
 from langgraph.types import Command
 from langgraph_sdk import get_client
 
-from tests.helpers import EXAMPLES, sales_plan
+from tests.helpers import EXAMPLES, plan_of, sales_plan, step
 from tests.servers import langgraph_dev
 
 pytestmark = pytest.mark.server
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with langgraph_dev(tmp_path_factory.mktemp("server") / "langgraph-dev.log") as url:
+def server_root(tmp_path_factory):
+    """The operator's workspace root of the served graph (PLANEXEC_WORKSPACE_ROOT)."""
+    return tmp_path_factory.mktemp("server-root")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, server_root):
+    log = tmp_path_factory.mktemp("server") / "langgraph-dev.log"
+    with langgraph_dev(log, {"PLANEXEC_WORKSPACE_ROOT": str(server_root)}) as url:
         yield url
 
 
+def one_plan_script(path, plan) -> str:
+    """A scripted planner whose first reply is ``plan``."""
+    path.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": plan}]}]))
+    return f"scripted:{path}"
+
+
 @pytest.fixture
-def run_context(tmp_path):
-    ws = tmp_path / "ws"
-    ws.mkdir()
+def run_context(tmp_path, server_root):
+    name = f"sales-{uuid.uuid4().hex[:8]}"
+    ws = server_root / "shared" / name
+    ws.mkdir(parents=True)
     shutil.copy(EXAMPLES / "sales.csv", ws / "sales.csv")
-    script = tmp_path / "planner.json"
-    script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": sales_plan()}]}]))
-    return {"planner_model": f"scripted:{script}", "workspace": str(ws)}, ws
+    script = one_plan_script(tmp_path / "planner.json", sales_plan())
+    return {"planner_model": script, "workspace": name}, ws
 
 
 def test_sdk_plan_approve_edit_and_history(server, run_context):
@@ -95,16 +108,164 @@ def test_sdk_plan_approve_edit_and_history(server, run_context):
     assert (ws / "output" / "report.md").exists()
 
 
-def test_remote_graph_runs_like_a_local_one(server, run_context):
-    context, ws = run_context
+def test_remote_graph_runs_like_a_local_one(server, run_context, server_root):
+    context, _ = run_context
+    context = {"planner_model": context["planner_model"]}  # no name: the thread's own folder
     remote = RemoteGraph("planexec", url=server)
-    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
+    tid = str(uuid.uuid4())
+    config = {"configurable": {"thread_id": tid}}
+    (server_root / "threads" / tid).mkdir(parents=True)
+    shutil.copy(EXAMPLES / "sales.csv", server_root / "threads" / tid / "sales.csv")
     remote.invoke({"task": "Analyze sales.csv"}, config, context=context)
     state = remote.get_state(config)
     assert state.next == ("approval",)
     out = remote.invoke(Command(resume={"action": "approve"}), config, context=context)
     assert out["final"]["status"] == "succeeded"
     assert len(list(remote.get_state_history(config))) >= 5
+    assert (server_root / "threads" / tid / "output" / "report.md").exists()
+
+
+def planner_script(path, replies):
+    """A scripted planner for the server: each reply answers prompts matching its regex."""
+    path.write_text(
+        json.dumps([{"match": m, "tool_calls": [{"name": "Plan", "args": p}]} for m, p in replies])
+    )
+    return f"scripted:{path}"
+
+
+LIST = {"goal": "list", "steps": [{"id": 1, "tool": "list_files", "description": "list"}]}
+WRITE = {
+    "goal": "write",
+    "steps": [
+        {
+            "id": 1,
+            "tool": "write_file",
+            "args": {"path": "notes.md", "content": "written"},
+            "description": "write notes",
+        }
+    ],
+}
+
+
+def test_the_approval_contract_holds_over_the_api(server, server_root, tmp_path):
+    """Issue 8, cases 1-3 through langgraph_sdk, as Studio and other clients drive the server."""
+    name = f"contract-{uuid.uuid4().hex[:8]}"
+    ws = server_root / "shared" / name
+    ws.mkdir(parents=True)
+    planner = planner_script(
+        tmp_path / "planner.json",
+        [("second thoughts", LIST), ("task one", LIST), ("task two", WRITE)],
+    )
+    context = {"planner_model": planner, "workspace": name}
+
+    async def interrupt_of(client, tid):
+        state = await client.threads.get_state(tid)
+        return state["interrupts"][0]["value"] if state["interrupts"] else None
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, "planexec", input={"task": "task one"}, context=context)
+        v1 = await interrupt_of(client, tid)
+        approve = {"action": "approve", "digest": v1["digest"]}
+        await client.runs.wait(tid, "planexec", command={"resume": approve}, context=context)
+        assert (await client.threads.get_state(tid))["values"]["final"]["status"] == "succeeded"
+
+        # 1. a new task on the thread asks again: its write_file plan does not run by itself
+        await client.runs.wait(tid, "planexec", input={"task": "task two"}, context=context)
+        v2 = await interrupt_of(client, tid)
+        assert v2 is not None and v2["side_effect_tools"] == ["write_file"]
+        assert not (ws / "notes.md").exists()
+
+        # 2. Studio's state editor: only task/plan/feedback, and an edited plan must be approved
+        with pytest.raises(Exception, match="only feedback, plan, task can be edited"):
+            forged = {"version": v2["version"], "digest": v2["digest"], "by": "reviewer"}
+            await client.threads.update_state(tid, {"approved": {**forged, "tools": []}})
+        changed = {**v2["plan"], "goal": "changed behind the reviewer's back"}
+        await client.threads.update_state(tid, {"plan": changed})
+        await client.runs.wait(
+            tid, "planexec", command={"resume": {"action": "approve", "digest": v2["digest"]}}
+        )
+        asked = await interrupt_of(client, tid)
+        assert asked["origin"] == "state edit" and "awaiting approval" in asked["error"]
+        assert not (ws / "notes.md").exists()
+
+        # 3. reviewer A rejects while reviewer B approves what B saw: B's answer is refused
+        reject = {"action": "reject", "feedback": "second thoughts"}
+        await client.runs.create(tid, "planexec", command={"resume": reject}, context=context)
+        b = await client.runs.create(
+            tid,
+            "planexec",
+            command={"resume": {"action": "approve", "digest": asked["digest"]}},
+            context=context,
+            multitask_strategy="enqueue",
+        )
+        await client.runs.join(tid, b["run_id"])
+        latest = await interrupt_of(client, tid)
+        assert latest["plan"]["goal"] == "list" and latest["version"] == asked["version"] + 1
+        assert "awaiting approval" in latest["error"]
+        assert not (ws / "notes.md").exists()
+        state = await client.threads.get_state(tid)
+        assert (
+            state["values"]["revisions"][-1]["reason"]
+            == "rejected by the reviewer: second thoughts"
+        )
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("name", ["/etc", "", "..", "../../etc"])
+def test_api_clients_cannot_choose_the_sandbox(server, server_root, tmp_path, name):
+    script = one_plan_script(
+        tmp_path / "p.json", plan_of(step(1, "read_file", {"path": "hostname"}))
+    )
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        result = await client.runs.wait(
+            tid,
+            "planexec",
+            input={"task": "read the hostname"},
+            context={"planner_model": script, "workspace": name, "approval": "never"},
+            raise_error=False,
+        )
+        return tid, result, await client.threads.get_state(tid)
+
+    tid, result, state = asyncio.run(scenario())
+    assert result["__error__"]["error"] == "SandboxError", result
+    assert "workspace" in result["__error__"]["message"]
+    assert not state["values"].get("steps")
+    assert not (server_root / "threads" / tid).exists()
+
+
+def test_concurrent_api_threads_never_share_files(server, server_root, tmp_path):
+    scripts = {
+        label: one_plan_script(
+            tmp_path / f"{label}.json",
+            plan_of(step(1, "write_file", {"path": "out.txt", "content": f"written by {label}"})),
+        )
+        for label in ("A", "B")
+    }
+
+    async def scenario():
+        client = get_client(url=server)
+        tids = {label: (await client.threads.create())["thread_id"] for label in scripts}
+        await asyncio.gather(
+            *(
+                client.runs.wait(
+                    tids[label],
+                    "planexec",
+                    input={"task": "write out.txt"},
+                    context={"planner_model": scripts[label], "approval": "never"},
+                )
+                for label in scripts
+            )
+        )
+        return tids
+
+    for label, tid in asyncio.run(scenario()).items():
+        assert (server_root / "threads" / tid / "out.txt").read_text() == f"written by {label}"
 
 
 def test_planexec_errors_reach_server_users_with_their_message(server, run_context):

@@ -69,8 +69,10 @@ from tests.helpers import echo, plan_of, step
 plan = plan_of(step(1, "echo", {"text": "a"}))
 models.load_chat_model = lambda spec: ScriptedChatModel(
     replies=[ScriptedReply(tool_calls=[{"name": "Plan", "args": plan}])])
-graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
-ctx = Context(workspace=sys.argv[1], planner_model="scripted")
+graph = build_graph(
+    checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), workspace_root=sys.argv[1]
+)
+ctx = Context(planner_model="scripted")
 config = {"configurable": {"thread_id": "langsmith-thread"}}
 graph.invoke({"task": "t"}, config, context=ctx)
 graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)
@@ -113,7 +115,7 @@ def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
             "LANGSMITH_TRACING": "true",
             "LANGSMITH_API_KEY": "lsv2-fake-key-123",
             "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         }
         done = subprocess.run(
             [sys.executable, "-c", TRACED_RUN, str(tmp_path)],

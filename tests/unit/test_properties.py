@@ -12,7 +12,13 @@ from planexec.nodes.approval import Approve, Cancel, Edit, Reject, parse_decisio
 from planexec.plan import Plan, PlanValidationError, iter_references, validate_plan
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, sleep_for
-from tests.strategies import examples, plans, resume_answers, valid_plans
+from tests.strategies import (
+    examples,
+    plans,
+    resume_answers,
+    valid_plans,
+    valid_plans_with_step_tools,
+)
 
 TOOLS = ToolRegistry([echo, sleep_for, always_fails])
 SETTINGS = settings(
@@ -25,6 +31,8 @@ def check_invariants(plan: Plan) -> None:
     assert len(ids) == len(set(ids)) and 1 <= len(ids) <= 30
     for s in plan.steps:
         assert s.tool is None or s.tool in TOOLS
+        assert not s.tools or s.tool is None  # only a tool-less step lists tools
+        assert len(set(s.tools)) == len(s.tools) and all(t in TOOLS for t in s.tools)
         assert s.id not in s.depends_on and set(s.depends_on) <= set(ids)
         assert {ref for ref, _ in iter_references(s.args)} <= set(s.depends_on)
     tuple(TopologicalSorter({s.id: s.depends_on for s in plan.steps}).static_order())
@@ -46,6 +54,14 @@ def test_any_input_is_a_valid_plan_or_readable_errors(data):
 @given(valid_plans)
 def test_well_formed_plans_are_accepted(data):
     check_invariants(validate_plan(data, TOOLS, max_steps=30))
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(valid_plans_with_step_tools)
+def test_tool_less_steps_listing_registered_tools_are_accepted_as_listed(data):
+    plan = validate_plan(data, TOOLS, max_steps=30)
+    check_invariants(plan)
+    assert [s.tools for s in plan.steps] == [s.get("tools", []) for s in data["steps"]]
 
 
 @SETTINGS

@@ -84,6 +84,6 @@ def test_listing_skips_links_and_planexec_files_and_truncates_exactly(ws, tmp_pa
         assert list_files.invoke({"pattern": "*.txt"})["files"] == ["inside.txt"]
         (ws / "data" / "one-more.csv").write_text("x")
         assert list_files.invoke({})["truncated"] is True
-    shown = workspace_files(str(ws)).splitlines()
+    shown = workspace_files(Workspace(ws)).splitlines()
     assert len(shown) == MAX_LISTED_FILES + 1 and shown[-1] == "- …"
     assert shown[0] == "- inside.txt (6 bytes)"

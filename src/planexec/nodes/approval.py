@@ -1,14 +1,22 @@
 """Approval node: a human approves, edits, rejects or cancels the plan before anything runs.
 
-Resume with ``Command(resume=...)`` and one of::
+The interrupt shows the plan with its ``version`` and ``digest`` (SHA-256 of its goal and
+steps). Resume with ``Command(resume=...)`` and one of::
 
-    {"action": "approve"}
-    {"action": "edit", "plan": {"goal": ..., "steps": [...]}}
+    {"action": "approve", "digest": "…"}             # or "version": N, or neither
+    {"action": "edit", "plan": {"goal": ..., "steps": [...]}}   # the shown plan, changed
     {"action": "reject", "feedback": "what to change"}
-    {"action": "cancel"}
+    {"action": "cancel", "reason": "…"}
 
-A malformed answer or an invalid edited plan is refused: the interrupt is asked again, with
-the reason in its ``"error"`` field and the plan unchanged.
+An answer that names a version or digest other than the plan awaiting approval is refused, so
+an answer meant for one plan never approves another. Each node run asks once: a refused answer
+(malformed, naming another plan, an invalid edit, approving an invalid plan) is recorded in
+state with its reason and the node runs again to ask anew. Recorded decisions are never
+re-judged, so replaying the thread cannot turn a refused answer into an accepted one.
+
+Every plan is validated here, whichever way it reached state (planner, replanner, a state edit
+or a fork), and only this node writes ``approved``: the executor runs a plan only if its digest
+is the approved one.
 """
 
 from __future__ import annotations
@@ -18,35 +26,59 @@ from typing import Annotated, Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from planexec.context import Context, context_of
-from planexec.plan import Plan, PlanValidationError, to_doc, topological_order, validate_plan
-from planexec.state import PlanDoc, Revision, State, StepRecord
+from planexec.plan import (
+    PlanValidationError,
+    plan_digest,
+    plan_tools,
+    to_doc,
+    topological_order,
+    validate_plan,
+)
+from planexec.state import (
+    ApprovalRecord,
+    ApprovedPlan,
+    PlanDoc,
+    ProposedPlan,
+    Revision,
+    State,
+    StepRecord,
+)
 from planexec.tools.registry import ToolRegistry
 
 
-class Approve(BaseModel):
+class _Answer(BaseModel):
+    """Fields every answer may carry: the plan it is about (checked against the one shown)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int | None = Field(default=None, description="Version of the plan answered.")
+    digest: str | None = Field(default=None, description="Digest of the plan answered.")
+
+
+class Approve(_Answer):
     """Run the plan as it is."""
 
     action: Literal["approve"]
 
 
-class Edit(BaseModel):
+class Edit(_Answer):
     """Run this plan instead (validated like a planner's plan)."""
 
     action: Literal["edit"]
     plan: dict[str, Any]
 
 
-class Reject(BaseModel):
+class Reject(_Answer):
     """Send the plan back to the planner with feedback."""
 
     action: Literal["reject"]
     feedback: str = Field(min_length=1)
 
 
-class Cancel(BaseModel):
+class Cancel(_Answer):
     """Stop the run without executing anything."""
 
     action: Literal["cancel"]
@@ -56,9 +88,13 @@ class Cancel(BaseModel):
 ReviewDecision = Annotated[Approve | Edit | Reject | Cancel, Field(discriminator="action")]
 _decision = TypeAdapter(ReviewDecision)
 SHAPES = (
-    '{"action": "approve"} | {"action": "edit", "plan": {...}} | '
+    '{"action": "approve", "digest": "..."} | {"action": "edit", "plan": {...}} | '
     '{"action": "reject", "feedback": "..."} | {"action": "cancel"}'
 )
+
+
+class AnswerRefused(ValueError):
+    """A reviewer's answer cannot be accepted; the message says why."""
 
 
 def parse_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
@@ -71,93 +107,163 @@ def parse_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
     return _decision.validate_python(answer)
 
 
-def needs_approval(state: State, ctx: Context, tools: ToolRegistry) -> bool:
-    """Decide from the policy whether the current plan must be shown to a human."""
+def step_limit(state: State, ctx: Context) -> int:
+    """Most steps an approved plan may have: the limit, plus steps kept from earlier rounds."""
+    kept = sum(1 for r in (state.get("steps") or {}).values() if r.get("status") == "succeeded")
+    return ctx.max_steps + kept
+
+
+def plan_problems(plan: PlanDoc, tools: ToolRegistry, max_steps: int) -> list[str]:
+    """Validate a plan as stored in state; return its problems (empty when it may run)."""
+    try:
+        validate_plan({"goal": plan["goal"], "steps": plan["steps"]}, tools, max_steps=max_steps)
+    except PlanValidationError as exc:
+        return exc.errors
+    except (KeyError, TypeError):
+        return ["the plan in state is not a plan document (goal, steps, version)"]
+    return []
+
+
+def needs_approval(state: State, ctx: Context, tools: ToolRegistry, digest: str) -> bool:
+    """Decide from the policy whether the current plan must be shown to a human.
+
+    ``first`` lets only a replanner's own revision (unchanged since the replanner wrote it) run
+    without asking, and only if it adds no side-effecting tool to those already approved.
+    """
     if ctx.approval == "never":
         return False
-    if ctx.approval == "always" or not state.get("approved_version"):
+    if ctx.approval == "always":
         return True
-    plan = state["plan"]
+    approved, proposed, plan = state.get("approved"), state.get("proposed"), state["plan"]
     assert plan is not None
-    approved = set(state.get("approved_tools", []))
-    return any(
-        s["tool"] and s["tool"] not in approved and tools.has_side_effects(s["tool"])
-        for s in plan["steps"]
-    )
+    if not approved or not proposed or proposed["by"] != "replanner":
+        return True
+    if proposed["digest"] != digest:
+        return True
+    return any(t not in approved["tools"] and tools.has_side_effects(t) for t in plan_tools(plan))
 
 
-def _tools_of(plan: PlanDoc) -> list[str]:
-    return sorted({s["tool"] for s in plan["steps"] if s["tool"]})
-
-
-def _approved(state: State, plan: PlanDoc, action: str) -> dict[str, Any]:
+def _approved(
+    state: State, plan: PlanDoc, digest: str, action: Literal["approve", "edit", "auto"]
+) -> dict[str, Any]:
+    earlier = state.get("approved")
     return {
-        "approval": {"action": action, "version": plan["version"]},
-        "approved_version": plan["version"],
-        "approved_tools": sorted(set(state.get("approved_tools", [])) | set(_tools_of(plan))),
+        "approval": ApprovalRecord(action=action, version=plan["version"], digest=digest),
+        "approved": ApprovedPlan(
+            version=plan["version"],
+            digest=digest,
+            by="policy" if action == "auto" else "reviewer",
+            tools=sorted(set(earlier["tools"] if earlier else []) | set(plan_tools(plan))),
+        ),
+    }
+
+
+def request(
+    state: State, plan: PlanDoc, digest: str, problems: list[str], tools: ToolRegistry
+) -> dict[str, Any]:
+    """Build the interrupt's payload: the plan, what identifies it, and why it is asked again."""
+    proposed = state.get("proposed")
+    previous = state.get("approval") or {}
+    error = previous.get("error") if previous.get("action") in ("refused", "not_approved") else None
+    return {
+        "type": "plan_approval",
+        "plan": plan,
+        "version": plan["version"],
+        "digest": digest,
+        "origin": proposed["by"] if proposed and proposed["digest"] == digest else "state edit",
+        "side_effect_tools": [t for t in plan_tools(plan) if tools.has_side_effects(t)],
+        "problems": problems,
+        "error": error,
+        "answers": SHAPES,
     }
 
 
 def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
-    """Pause for the reviewer's decision (unless the policy says this plan needs none)."""
+    """Ask the reviewer once about the current plan (unless the policy needs no one)."""
     ctx = context_of(runtime.context)
     plan = state["plan"]
     assert plan is not None
-    if not needs_approval(state, ctx, tools):
-        return _approved(state, plan, "auto")
-    decision, edited = _ask(plan, ctx, tools)
+    digest = plan_digest(plan)
+    limit = step_limit(state, ctx)
+    problems = plan_problems(plan, tools, limit)
+    if not problems and not needs_approval(state, ctx, tools, digest):
+        return _approved(state, plan, digest, "auto")
+    answer = interrupt(request(state, plan, digest, problems, tools))
+    try:
+        return _decide(state, plan, digest, problems, limit, answer, tools)
+    except AnswerRefused as exc:
+        return {
+            "approval": ApprovalRecord(
+                action="refused", version=plan["version"], digest=digest, error=str(exc)
+            )
+        }
+
+
+def _decide(
+    state: State,
+    plan: PlanDoc,
+    digest: str,
+    problems: list[str],
+    limit: int,
+    answer: Any,
+    tools: ToolRegistry,
+) -> dict[str, Any]:
+    """Apply one answer to the plan awaiting approval, or raise AnswerRefused saying why."""
+    try:
+        decision = parse_decision(answer)
+    except ValidationError as exc:
+        details = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
+        raise AnswerRefused(f"answer not understood ({details}); expected {SHAPES}") from None
+    _check_names(decision.version, decision.digest, plan, digest)
+    record = ApprovalRecord(version=plan["version"], digest=digest)
     if isinstance(decision, Approve):
-        return _approved(state, plan, "approve")
+        if problems:
+            raise AnswerRefused(
+                "this plan is invalid and cannot be approved (edit, reject or cancel it): "
+                + "; ".join(problems)
+            )
+        return _approved(state, plan, digest, "approve")
     if isinstance(decision, Reject):
         return {
-            "approval": {"action": "reject", "version": plan["version"]},
+            "approval": ApprovalRecord(**record, action="reject"),
+            "approved": None,
             "feedback": decision.feedback,
         }
     if isinstance(decision, Cancel):
-        return {
-            "approval": {"action": "cancel", "version": plan["version"], "reason": decision.reason}
-        }
-    assert edited is not None
-    return _apply_edit(state, plan, edited)
+        return {"approval": ApprovalRecord(**record, action="cancel", reason=decision.reason)}
+    edited = dict(decision.plan)
+    _check_names(edited.pop("version", None), edited.pop("digest", None), plan, digest)
+    try:
+        new = validate_plan(edited, tools, max_steps=limit)
+    except PlanValidationError as exc:
+        raise AnswerRefused("the edited plan is invalid: " + "; ".join(exc.errors)) from None
+    return _apply_edit(state, plan, to_doc(new, version=plan["version"] + 1))
 
 
-def _ask(
-    plan: PlanDoc, ctx: Context, tools: ToolRegistry
-) -> tuple[Approve | Edit | Reject | Cancel, Plan | None]:
-    """Interrupt until the reviewer gives an answer that parses (and an edit that validates)."""
-    problem: str | None = None
-    while True:  # each refused answer is one more interrupt; the node replays them in order
-        answer = interrupt(
-            {
-                "type": "plan_approval",
-                "plan": plan,
-                "version": plan["version"],
-                "side_effect_tools": [t for t in _tools_of(plan) if tools.has_side_effects(t)],
-                "error": problem,
-                "answers": SHAPES,
-            }
+def _check_names(version: Any, digest: Any, plan: PlanDoc, current: str) -> None:
+    """Refuse an answer that names a plan other than the one awaiting approval."""
+    if version is not None and version != plan["version"]:
+        raise AnswerRefused(
+            f"this answer is about plan version {version}, but version {plan['version']} "
+            f"(digest {current}) is awaiting approval; look at it and answer again"
         )
-        try:
-            decision = parse_decision(answer)
-            if not isinstance(decision, Edit):
-                return decision, None
-            return decision, validate_plan(decision.plan, tools, max_steps=ctx.max_steps)
-        except ValidationError as exc:
-            details = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
-            problem = f"answer not understood ({details}); expected {SHAPES}"
-        except PlanValidationError as exc:
-            problem = "the edited plan is invalid: " + "; ".join(exc.errors)
+    if digest is not None and digest != current:
+        raise AnswerRefused(
+            f"this answer is about the plan with digest {digest}, but the plan awaiting "
+            f"approval (version {plan['version']}) has digest {current}; look at it and "
+            "answer again"
+        )
 
 
-def _apply_edit(state: State, plan: PlanDoc, edited: Plan) -> dict[str, Any]:
+def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any]:
     """Make the edited plan the new, approved revision.
 
     A step keeps an earlier success only if it, and every step it depends on, is unchanged.
     """
-    new_plan = to_doc(edited, version=plan["version"] + 1)
+    digest = plan_digest(new_plan)
     old_records = state.get("steps", {})
     old_steps = {s["id"]: s for s in plan["steps"]}
     kept: set[int] = set()
@@ -175,8 +281,9 @@ def _apply_edit(state: State, plan: PlanDoc, edited: Plan) -> dict[str, Any]:
         else:
             records[str(step["id"])] = StepRecord(status="pending", attempts=0)
     return {
-        **_approved(state, new_plan, "edit"),
+        **_approved(state, new_plan, digest, "edit"),
         "plan": new_plan,
+        "proposed": ProposedPlan(version=new_plan["version"], digest=digest, by="reviewer"),
         "steps": {str(s["id"]): records[str(s["id"])] for s in new_plan["steps"]},
         "revisions": [
             Revision(

@@ -19,8 +19,10 @@ from pydantic import BaseModel, Field, ValidationError
 from planexec import models, prompts
 from planexec.context import Context, context_of
 from planexec.errors import WorkspaceError
-from planexec.plan import topological_order
-from planexec.runner import REF_KEY, summarize
+from planexec.outputs import OutputFileError, output_of
+from planexec.plan import current_records, topological_order
+from planexec.runner import summarize
+from planexec.sandbox import Sandbox
 from planexec.state import Evaluation, RoleUsage, State, StepDoc, StepRecord
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
@@ -49,7 +51,7 @@ def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace)
     """
     if output is None or (isinstance(output, str | dict | list) and not output):
         return "the step produced no output"
-    if not file_fields or not isinstance(output, dict) or REF_KEY in output:
+    if not file_fields or not isinstance(output, dict):
         return None
     for key in file_fields:
         value = output.get(key)
@@ -84,20 +86,20 @@ def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
 
 
 def _judge(
-    state: State, ids: list[int], ctx: Context
+    state: State, outputs: dict[int, Any], ctx: Context
 ) -> tuple[dict[int, Verdict], dict[str, RoleUsage], str]:
     plan = state["plan"]
     assert plan is not None
     steps = {s["id"]: s for s in plan["steps"]}
-    records = state.get("steps", {})
+    ids = list(outputs)
     shown = [
         {
             "step": i,
             "description": steps[i]["description"],
             "expected_output": steps[i]["expected_output"],
-            "result": summarize(records[str(i)].get("output"), 2000),
+            "result": summarize(output, 2000),
         }
-        for i in ids
+        for i, output in outputs.items()
     ]
     model = models.load_chat_model(ctx.evaluator_model).bind_tools(
         [Verdicts], tool_choice="Verdicts"
@@ -115,7 +117,9 @@ def _judge(
     return {}, usage, "the judge's reply was not understood; results accepted on cheap checks"
 
 
-def evaluate(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
+def evaluate(
+    state: State, runtime: Runtime[Context], *, sandbox: Sandbox, tools: ToolRegistry
+) -> dict[str, Any]:
     """Check the latest round's results and choose what happens next.
 
     A judge's rejection gets one re-run per plan revision: the rejected steps and every step
@@ -124,20 +128,28 @@ def evaluate(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) ->
     (``skipped``), so a revision never keeps a step without the steps it depends on.
     """
     ctx = context_of(runtime.context)
-    workspace = Workspace(ctx.workspace)
+    workspace = sandbox.for_run(ctx)
+    store = sandbox.output_store()
     plan = state["plan"]
     assert plan is not None
     tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
-    records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in state.get("steps", {}).items()}
+    current = current_records(plan, state.get("steps") or {})  # only this plan's results count
+    records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in current.items()}
     fresh = [
         int(sid)
         for sid, rec in records.items()
         if rec.get("status") == "succeeded" and not rec.get("checked")
     ]
+    outputs: dict[int, Any] = {}
     for sid in fresh:
         rec = records[str(sid)]
         rec["checked"] = True
-        problem = cheap_problem(rec.get("output"), tools.file_fields(tool_of.get(sid)), workspace)
+        try:
+            outputs[sid] = output_of(rec, store)
+        except OutputFileError as exc:
+            problem: str | None = str(exc)
+        else:
+            problem = cheap_problem(outputs[sid], tools.file_fields(tool_of.get(sid)), workspace)
         if problem:
             rec["status"], rec["error"] = "failed", f"check failed: {problem}"
 
@@ -146,7 +158,7 @@ def evaluate(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) ->
     retry: list[int] = []
     judged = [sid for sid in fresh if records[str(sid)]["status"] == "succeeded"]
     if ctx.llm_judge and judged:
-        verdicts, usage, note = _judge({**state, "steps": records}, judged, ctx)
+        verdicts, usage, note = _judge(state, {sid: outputs[sid] for sid in judged}, ctx)
         update["usage"] = usage
         for sid, verdict in verdicts.items():
             rec = records[str(sid)]
@@ -158,8 +170,13 @@ def evaluate(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) ->
 
     failed = sorted(int(s) for s, r in records.items() if r.get("status") == "failed")
     skipped = sorted(int(s) for s, r in records.items() if r.get("status") == "skipped")
+    unrun = sorted(int(s) for s, r in records.items() if r.get("status") == "pending")
     built_on_retry = downstream(plan["steps"], set(retry))
-    if not failed and not skipped:
+    if unrun:  # only a state edit or fork leaves steps unrun: the executor's gate decides
+        evaluation = Evaluation(
+            decision="retry", reason=f"steps {unrun} of this plan have not run", retry=unrun
+        )
+    elif not failed and not skipped:
         evaluation = Evaluation(decision="finish", reason="every step succeeded", retry=[])
     elif retry and set(retry) == set(failed) and set(skipped) <= built_on_retry:
         for sid in sorted(set(retry) | built_on_retry):

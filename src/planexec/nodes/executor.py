@@ -16,7 +16,8 @@ from langgraph.func import task
 from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
-from planexec.plan import topological_order
+from planexec.errors import PlanNotApprovedError
+from planexec.plan import current_records, plan_digest, step_digest, topological_order
 from planexec.runner import (
     DependencyGate,
     ExecutionRound,
@@ -24,9 +25,16 @@ from planexec.runner import (
     run_step_async,
     run_step_blocking,
 )
-from planexec.state import RoleUsage, State, StepDoc, StepRecord, add_usage
+from planexec.sandbox import Sandbox
+from planexec.state import (
+    ApprovalRecord,
+    RoleUsage,
+    State,
+    StepDoc,
+    StepRecord,
+    add_usage,
+)
 from planexec.tools.registry import ToolRegistry
-from planexec.tools.workspace import Workspace
 
 
 @task
@@ -41,17 +49,49 @@ async def arun_step(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
     return await run_step_async(step, round_)
 
 
+def approval_problem(state: State) -> str | None:
+    """Say why the plan in state may not run (None when it is exactly the approved plan).
+
+    This is the one check between a plan and its execution: the approval node is the only
+    writer of ``approved`` (state edits cannot write it), and a plan runs only if its content
+    digest and version are the ones approved.
+    """
+    plan, approved = state.get("plan"), state.get("approved")
+    if plan is None:
+        return "there is no plan to run"
+    digest = plan_digest(plan)
+    if not approved:
+        return f"plan version {plan.get('version')} (digest {digest}) has not been approved"
+    if approved["digest"] != digest or approved["version"] != plan.get("version"):
+        return (
+            f"the plan in state (version {plan.get('version')}, digest {digest}) is not the "
+            f"approved plan (version {approved['version']}, digest {approved['digest']})"
+        )
+    return None
+
+
+def _refusal(state: State, problem: str) -> dict[str, Any]:
+    """Send the plan back to approval: nothing runs, and the reason is shown to the reviewer."""
+    plan = state.get("plan")
+    error = PlanNotApprovedError(f"{problem}; nothing ran. Approve this plan to run it.")
+    return {
+        "approval": ApprovalRecord(
+            action="not_approved",
+            version=plan["version"] if plan else 0,
+            digest=plan_digest(plan) if plan else "",
+            error=f"{type(error).__name__}: {error}",
+        ),
+        "approved": None,
+    }
+
+
 def _prepare(
-    state: State, config: RunnableConfig, tools: ToolRegistry
+    state: State, config: RunnableConfig, tools: ToolRegistry, sandbox: Sandbox
 ) -> tuple[ExecutionRound, list[StepDoc]]:
     ctx: Context = context_of(get_runtime(Context).context)
     plan = state["plan"]
     assert plan is not None, "the executor needs an approved plan"
-    if state.get("approved_version") != plan["version"]:
-        raise PermissionError(
-            f"plan version {plan['version']} was not approved; refusing to run it"
-        )
-    records = state.get("steps", {})
+    records = current_records(plan, state.get("steps") or {})
     finished = {
         int(sid): {**rec, "id": int(sid)}
         for sid, rec in records.items()
@@ -62,15 +102,13 @@ def _prepare(
         plan=plan,
         tools=tools,
         context=ctx,
-        workspace=Workspace(ctx.workspace),
+        workspace=sandbox.for_run(ctx, config),
+        outputs=sandbox.output_store(),
         run_id=run_id,
         gate=DependencyGate(finished),
-        allowed_tools=sorted({s["tool"] for s in plan["steps"] if s["tool"]}),
     )
     to_run = [
-        s
-        for s in topological_order(plan["steps"])
-        if records.get(str(s["id"]), {}).get("status", "pending") == "pending"
+        s for s in topological_order(plan["steps"]) if records[str(s["id"])]["status"] == "pending"
     ]
     return round_, to_run
 
@@ -107,12 +145,16 @@ def _result(fut: Future[Any] | asyncio.Future[Any], step: StepDoc) -> dict[str, 
 
 
 def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
-    records: dict[str, StepRecord] = dict(state.get("steps", {}))
+    plan = state["plan"]
+    assert plan is not None
+    steps = {s["id"]: s for s in plan["steps"]}
+    records = current_records(plan, state.get("steps") or {})
     usage: dict[str, RoleUsage] = {}
     for res in results:
         usage = add_usage(usage, res.get("usage"))
-        before = records.get(str(res["id"]), {})
+        before = (state.get("steps") or {}).get(str(res["id"]), {})  # as the evaluator left it
         records[str(res["id"])] = StepRecord(
+            step_digest=step_digest(steps[res["id"]]),
             status=res["status"],
             attempts=res["attempts"],
             started_at=res["started_at"],
@@ -121,14 +163,22 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
             output=res["output"],
             error=res["error"],
         )
+        if res.get("output_file") is not None:
+            records[str(res["id"])]["output_file"] = res["output_file"]
+        if res.get("refused_calls"):
+            records[str(res["id"])]["refused_calls"] = res["refused_calls"]
         if before.get("judged_retry"):  # the evaluator's bound on judge retries lives here
             records[str(res["id"])]["judged_retry"] = True
     return {"steps": records, "usage": usage, "evaluation": None}
 
 
-def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
+def execute(
+    state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
+) -> dict[str, Any]:
     """Run the pending steps (sync callers: ``graph.invoke``)."""
-    round_, to_run = _prepare(state, config, tools)
+    if problem := approval_problem(state):
+        return _refusal(state, problem)
+    round_, to_run = _prepare(state, config, tools, sandbox)
     futures = [run_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))
@@ -139,9 +189,15 @@ def execute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dic
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
 
 
-async def aexecute(state: State, config: RunnableConfig, *, tools: ToolRegistry) -> dict[str, Any]:
+async def aexecute(
+    state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
+) -> dict[str, Any]:
     """Run the pending steps (async callers: ``graph.ainvoke``, the LangGraph server)."""
-    round_, to_run = await asyncio.to_thread(_prepare, state, config, tools)  # touches the disk
+    if problem := approval_problem(state):
+        return _refusal(state, problem)
+    round_, to_run = await asyncio.to_thread(  # touches the disk
+        _prepare, state, config, tools, sandbox
+    )
     futures = [arun_step(step, round_) for step in to_run]  # plan order: stable task ids
     for step, fut in zip(to_run, futures, strict=True):
         fut.add_done_callback(_publisher(round_, step))

@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from planexec.runner import REF_KEY
+from planexec.outputs import OutputFileError, OutputStore, output_of
+from planexec.plan import current_records
 from planexec.state import FinalResult, FinalStatus, State, StepDoc
 from planexec.tools.registry import ToolRegistry
 
 
-def _artifacts(step: StepDoc, output: Any, tools: ToolRegistry) -> list[str]:
-    """Files a step made: its tool's declared file fields, for tools with side effects."""
+def _artifacts(
+    step: StepDoc, record: Mapping[str, Any], outputs: OutputStore, tools: ToolRegistry
+) -> list[str]:
+    """Files a step made: its tool's declared file fields, for tools with side effects.
+
+    A spilled output that cannot be read back names none.
+    """
     tool = step["tool"]
     if tool is None or tool not in tools or not tools.has_side_effects(tool):
         return []
-    if not isinstance(output, dict) or REF_KEY in output:
+    fields = tools.file_fields(tool)
+    if not fields:
+        return []
+    try:
+        output = output_of(record, outputs)
+    except OutputFileError:
+        return []
+    if not isinstance(output, dict):
         return []
     made: list[str] = []
-    for key in tools.file_fields(tool):
+    for key in fields:
         value = output.get(key)
         for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
             if isinstance(path, str) and path and path not in made:
@@ -25,10 +39,10 @@ def _artifacts(step: StepDoc, output: Any, tools: ToolRegistry) -> list[str]:
     return made
 
 
-def finalize(state: State, *, tools: ToolRegistry) -> dict[str, Any]:
+def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict[str, Any]:
     """Summarise the run: status, answer, files made, and what failed and why."""
     plan = state.get("plan")
-    records = state.get("steps", {})
+    records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
     if approval.get("action") == "cancel":
         reason = approval.get("reason") or "no reason given"
@@ -64,14 +78,14 @@ def finalize(state: State, *, tools: ToolRegistry) -> dict[str, Any]:
         a
         for s in steps
         if status_of[s["id"]] == "succeeded"
-        for a in _artifacts(s, records[str(s["id"])].get("output"), tools)
+        for a in _artifacts(s, records[str(s["id"])], outputs, tools)
     ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
     for sink in sinks:
-        output = records[str(sink["id"])].get("output")
-        made = _artifacts(sink, output, tools)
+        output = records[str(sink["id"])].get("output")  # a spilled one: its summary below
+        made = _artifacts(sink, records[str(sink["id"])], outputs, tools)
         if isinstance(output, str):
             lines.append(output)
         elif made:

@@ -11,18 +11,18 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.plan import to_doc
+from planexec.plan import plan_digest, to_doc
 from planexec.planning import request_plan
-from planexec.state import Revision, State, StepRecord
+from planexec.sandbox import Sandbox
+from planexec.state import ProposedPlan, Revision, State, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 
 MAX_LISTED_FILES = 50
 
 
-def workspace_files(root: str) -> str:
+def workspace_files(workspace: Workspace) -> str:
     """List (some of) the workspace's files for the planner's prompt."""
-    workspace = Workspace(root)
     files = list(islice(workspace.iter_files(), MAX_LISTED_FILES + 1))
     found = [
         f"- {workspace.relative(p)} ({p.stat().st_size} bytes)" for p in files[:MAX_LISTED_FILES]
@@ -32,14 +32,16 @@ def workspace_files(root: str) -> str:
     return "\n".join(found) or "(empty)"
 
 
-def planner_messages(state: State, ctx: Context, tools: ToolRegistry) -> list[BaseMessage]:
+def planner_messages(
+    state: State, ctx: Context, tools: ToolRegistry, workspace: Workspace
+) -> list[BaseMessage]:
     """Build the planner's conversation: rules and tools, the task, any rejected plan."""
     messages: list[BaseMessage] = [
         SystemMessage(
             prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())
         ),
         HumanMessage(
-            prompts.PLANNER_TASK.format(task=state["task"], files=workspace_files(ctx.workspace))
+            prompts.PLANNER_TASK.format(task=state["task"], files=workspace_files(workspace))
         ),
     ]
     previous, feedback = state.get("plan"), state.get("feedback")
@@ -51,12 +53,15 @@ def planner_messages(state: State, ctx: Context, tools: ToolRegistry) -> list[Ba
     return messages
 
 
-def plan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
+def plan(
+    state: State, runtime: Runtime[Context], *, tools: ToolRegistry, sandbox: Sandbox
+) -> dict[str, Any]:
     """Ask the planner model for a plan; repair invalid ones a bounded number of times."""
     ctx = context_of(runtime.context)
+    workspace = sandbox.for_run(ctx)
     result = request_plan(
         models.load_chat_model(ctx.planner_model),
-        planner_messages(state, ctx, tools),
+        planner_messages(state, ctx, tools, workspace),
         tools,
         role="planner",
         max_steps=ctx.max_steps,
@@ -70,18 +75,36 @@ def plan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dic
             "usage": result.usage,
         }
     previous = state.get("plan")
+    doc = to_doc(result.plan, version=(previous["version"] + 1) if previous else 1)
     update: dict[str, Any] = {
-        "plan": to_doc(result.plan, version=(previous["version"] + 1) if previous else 1),
+        "plan": doc,
+        "proposed": ProposedPlan(version=doc["version"], digest=plan_digest(doc), by="planner"),
         "steps": {str(s.id): StepRecord(status="pending", attempts=0) for s in result.plan.steps},
+        # a plan from the planner starts a new approval: nothing approved before carries over
+        "approved": None,
+        "approval": None,
         "feedback": None,
         "planning_errors": [],
         "error": None,
-        "approval": None,
+        "evaluation": None,
+        "final": None,
+        "replans": 0,
         "usage": result.usage,
     }
     if previous:
-        reason = f"rejected by the reviewer: {state.get('feedback') or ''}".strip()
         update["revisions"] = [
-            Revision(version=previous["version"], reason=reason, plan=previous, outcomes={})
+            Revision(
+                version=previous["version"],
+                reason=replaced_because(state),
+                plan=previous,
+                outcomes=dict(state.get("steps") or {}),
+            )
         ]
     return update
+
+
+def replaced_because(state: State) -> str:
+    """Say truthfully why the planner replaces the previous plan."""
+    if (state.get("approval") or {}).get("action") == "reject" and state.get("feedback"):
+        return f"rejected by the reviewer: {state.get('feedback')}"
+    return f"a new task was given: {state['task']}"

@@ -19,19 +19,23 @@ from planexec.plan import (
     Plan,
     PlanValidationError,
     Step,
+    current_records,
+    plan_digest,
     to_doc,
     topological_order,
     validate_plan,
 )
 from planexec.planning import request_plan
-from planexec.state import PlanDoc, Revision, State, StepDoc, StepRecord
+from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 
 
 def _signature(step: StepDoc | dict[str, Any]) -> str:
-    """Identify what a step does: its tool call (a model step also by its description)."""
+    """Identify what a step does: its tool call (a model step by its description and tools)."""
     what = (
-        [step["tool"], step["args"]] if step["tool"] else [None, step["args"], step["description"]]
+        [step["tool"], step["args"]]
+        if step["tool"]
+        else [None, step["args"], step["description"], sorted(step.get("tools") or [])]
     )
     return json.dumps(what, sort_keys=True, default=str)
 
@@ -66,7 +70,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     plan = state["plan"]
     assert plan is not None
     records = state.get("steps", {})
-    kept_steps = keepable(plan["steps"], records)
+    kept_steps = keepable(plan["steps"], current_records(plan, records))
     lost_steps = [s for s in plan["steps"] if s not in kept_steps]
     kept_ids = frozenset(s["id"] for s in kept_steps)
     max_id = max(s["id"] for s in plan["steps"])
@@ -139,6 +143,9 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     return {
         **base,
         "plan": new_plan,
+        "proposed": ProposedPlan(
+            version=new_plan["version"], digest=plan_digest(new_plan), by="replanner"
+        ),
         "steps": new_records,
         "evaluation": None,
         "revisions": [

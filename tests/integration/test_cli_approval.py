@@ -1,0 +1,70 @@
+"""The approval contract at the CLI's prompt: what the user approves is what they saw."""
+
+from __future__ import annotations
+
+import json
+
+from rich.prompt import Prompt
+from typer.testing import CliRunner
+
+from planexec import build_graph
+from planexec.cli import app
+from planexec.persistence import sqlite_saver
+from tests.helpers import plan_of, step
+
+runner = CliRunner()
+
+
+def test_a_plan_changed_while_the_user_looks_is_shown_again_not_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "runs.sqlite"
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "original"})))
+    )
+    answers = []
+
+    def answer(prompt, *args, **kwargs):
+        answers.append(prompt)
+        if len(answers) == 1:  # another client changes the plan while this user reads it
+            with sqlite_saver(db) as saver:
+                graph = build_graph(checkpointer=saver)
+                config = {"configurable": {"thread_id": "t-1"}}
+                plan = graph.get_state(config).values["plan"]
+                changed = {
+                    **plan,
+                    "steps": [step(1, "write_file", {"path": "a.txt", "content": "changed"})],
+                }
+                graph.update_state(config, {"plan": changed}, as_node="planner")
+        return "approve"
+
+    monkeypatch.setattr(Prompt, "ask", answer)
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--plan",
+            str(plan_file),
+            "--workspace",
+            "ws",
+            "--db",
+            str(db),
+            "--thread-id",
+            "t-1",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert len(answers) == 2  # the changed plan was shown and approved on its own
+    assert "awaiting approval" in result.output
+    assert (tmp_path / "ws" / "a.txt").read_text() == "changed"
+
+
+def test_a_thread_takes_no_second_task_from_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = str(tmp_path / "runs.sqlite")
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    args = ["run", "--plan", str(plan_file), "--yes", "--db", db, "--thread-id", "t-2"]
+    assert runner.invoke(app, args).exit_code == 0
+    again = runner.invoke(app, [*args[:3], "--db", db, "--thread-id", "t-2"])
+    assert again.exit_code == 2 and "already exists" in again.output
