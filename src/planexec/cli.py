@@ -30,7 +30,7 @@ from rich.prompt import Prompt
 from rich.table import Table
 from rich.tree import Tree
 
-from planexec.context import Context
+from planexec.context import Context, InvalidContextError
 from planexec.errors import PlanexecError
 from planexec.graph import build_graph
 from planexec.outputs import OutputStore, output_of
@@ -318,7 +318,7 @@ def load_plan_file(path: Path, context: Context) -> PlanDoc:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise UserError(f"cannot read plan file {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
+    except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
         raise UserError(f"plan file {path} is not valid JSON: {exc}") from None
     try:
         plan = validate_plan(data, default_registry(), max_steps=context.max_steps)
@@ -404,7 +404,11 @@ def _context(
     ):
         if value:
             extra[key] = value
-    return Context(**extra)
+    try:
+        return Context(**extra)
+    except InvalidContextError as exc:  # made before _guard runs: same one line, exit 2
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_ERROR) from None
 
 
 def _guard(coro: Any) -> None:

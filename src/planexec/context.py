@@ -1,12 +1,57 @@
-"""Run-time configuration: models, limits and policies, editable per assistant in Studio."""
+"""Run-time configuration: models, limits and policies, editable per assistant in Studio.
+
+A :class:`Context` checks its values when it is made, in one place
+(:func:`check_context`): LangGraph makes it from the ``context`` dict of a run (the
+LangGraph server passes the assistant's and the run's context that way) before anything is
+stored, so a wrong value refuses the run up front with one :class:`InvalidContextError`
+naming every wrong field. Types are strict (``"30"`` is not an integer, ``None`` is not a
+timeout); numbers must be in range and finite.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cache
+from typing import Annotated, Any, Literal, get_type_hints
+
+from pydantic import (
+    AfterValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    create_model,
+)
+from pydantic import BaseModel as _BaseModel
+
+from planexec.errors import ConfigurationError
+from planexec.storable import unstorable_reason
 
 ApprovalPolicy = Literal["always", "first", "never"]
+MAX_REPLANS = 30
+"""Most revisions a run may make: each costs at most 6 of a run's 200 LangGraph steps."""
+
+
+class InvalidContextError(ConfigurationError):
+    """A run's context has a wrong value; the message names every wrong field."""
+
+
+def _storable(text: str) -> str:
+    reason = unstorable_reason(text)
+    if reason is not None:
+        raise ValueError(reason.removeprefix("the value "))
+    return text
+
+
+Text = Annotated[StrictStr, Field(min_length=1), AfterValidator(_storable)]
+Count = Annotated[StrictInt, Field(ge=0)]
+Positive = Annotated[StrictInt, Field(ge=1)]
+Seconds = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]  # an int is a float too
 
 
 @dataclass(kw_only=True)
@@ -15,21 +60,22 @@ class Context:
 
     Model names are ``"openai:MODEL"`` (any OpenAI-compatible endpoint through
     ``OPENAI_BASE_URL``) or ``"scripted:PATH"`` (a recorded reply file, for offline runs).
+    Every value is checked when the context is made (:func:`check_context`).
     """
 
-    planner_model: str = field(
+    planner_model: Text = field(
         default_factory=lambda: os.environ.get("PLANEXEC_PLANNER_MODEL", "openai:gpt-4.1"),
         metadata={"description": "Model that writes and revises plans (a strong one)."},
     )
-    executor_model: str = field(
+    executor_model: Text = field(
         default_factory=lambda: os.environ.get("PLANEXEC_EXECUTOR_MODEL", "openai:gpt-4.1-mini"),
         metadata={"description": "Model that carries out steps with no tool (a cheap one)."},
     )
-    evaluator_model: str = field(
+    evaluator_model: Text = field(
         default_factory=lambda: os.environ.get("PLANEXEC_EVALUATOR_MODEL", "openai:gpt-4.1-mini"),
         metadata={"description": "Model of the optional LLM judge."},
     )
-    llm_judge: bool = field(
+    llm_judge: StrictBool = field(
         default=False,
         metadata={"description": "Ask the evaluator model to judge results (one call a round)."},
     )
@@ -48,35 +94,76 @@ class Context:
             "tools may read and write. Unset: a folder of this thread's own."
         },
     )
-    max_steps: int = field(default=30, metadata={"description": "Most steps a plan may have."})
-    max_plan_repairs: int = field(
+    max_steps: Positive = field(default=30, metadata={"description": "Most steps a plan may have."})
+    max_plan_repairs: Count = field(
         default=2, metadata={"description": "Times an invalid plan goes back to the planner."}
     )
-    max_replans: int = field(default=2, metadata={"description": "Most plan revisions a run."})
-    max_parallel_steps: int = field(
+    max_replans: Annotated[Count, Field(le=MAX_REPLANS)] = field(
+        default=2, metadata={"description": f"Most plan revisions a run (0-{MAX_REPLANS})."}
+    )
+    max_parallel_steps: Positive = field(
         default=4, metadata={"description": "Most steps running at the same time."}
     )
-    step_timeout: float = field(
+    step_timeout: Annotated[Seconds, Field(gt=0)] = field(
         default=120.0, metadata={"description": "Seconds one attempt of a step may take."}
     )
-    step_max_attempts: int = field(
+    step_max_attempts: Positive = field(
         default=3, metadata={"description": "Attempts of a step failing with transient errors."}
     )
-    retry_initial_interval: float = field(
+    retry_initial_interval: Seconds = field(
         default=0.5, metadata={"description": "Seconds before the first retry of a step."}
     )
-    retry_backoff_factor: float = field(
+    retry_backoff_factor: Annotated[Seconds, Field(ge=1)] = field(
         default=2.0, metadata={"description": "Each retry waits this many times longer."}
     )
-    max_executor_turns: int = field(
+    max_executor_turns: Positive = field(
         default=6, metadata={"description": "Model turns of a step that has no tool."}
     )
-    inline_output_limit: int = field(
+    inline_output_limit: Count = field(
         default=4096,
         metadata={"description": "Bytes of a step output kept in state; larger go to a file."},
     )
 
+    def __post_init__(self) -> None:
+        """Refuse wrong values now, before a run starts (see :func:`check_context`)."""
+        check_context(self)
+
+
+@cache
+def _checker() -> type[_BaseModel]:
+    """Build (once) a strict pydantic model with Context's fields, types and ranges."""
+    hints = get_type_hints(Context, include_extras=True)
+    fields: dict[str, Any] = {f.name: (hints[f.name], ...) for f in dataclasses.fields(Context)}
+    return create_model(
+        "ContextCheck", __config__=ConfigDict(strict=True, extra="forbid"), **fields
+    )
+
+
+def check_context(context: object) -> None:
+    """Raise :class:`InvalidContextError` naming every field of ``context`` that is wrong."""
+    if not isinstance(context, Context):
+        raise InvalidContextError(
+            f"invalid context: expected a planexec Context or a dict of its fields, "
+            f"not a {type(context).__name__}"
+        )
+    values = {f.name: getattr(context, f.name) for f in dataclasses.fields(Context)}
+    try:
+        _checker().model_validate(values)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False):
+            name = ".".join(str(p) for p in err["loc"][:1])
+            message = err["msg"].removeprefix("Value error, ")
+            problems.append(f"{name}: {message} (got {err['input']!r:.60})")
+        raise InvalidContextError("invalid context: " + "; ".join(problems)) from None
+
 
 def context_of(runtime_context: Context | None) -> Context:
-    """Return the run's context, or the defaults when the caller gave none."""
-    return runtime_context if runtime_context is not None else Context()
+    """Return the run's context (checked again: it may have changed since it was made).
+
+    With no context, the defaults.
+    """
+    if runtime_context is None:
+        return Context()
+    check_context(runtime_context)
+    return runtime_context

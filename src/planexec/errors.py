@@ -1,9 +1,14 @@
-"""Exceptions planexec raises, each with a message meant for a person to read."""
+"""Exceptions planexec raises, each with a message meant for a person to read.
+
+Every planexec error is a ``ValueError``: the LangGraph API server (and so Studio and the SDK)
+shows the message of ValueError-family errors and hides every other one behind "An internal
+error occurred".
+"""
 
 from __future__ import annotations
 
 
-class PlanexecError(Exception):
+class PlanexecError(ValueError):
     """Base class for errors planexec reports to its users."""
 
 

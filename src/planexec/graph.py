@@ -23,30 +23,15 @@ from planexec.nodes import approval, evaluator, executor, finalizer, planner, re
 from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
-
-
-def is_transient_model_error(exc: Exception) -> bool:
-    """Retry model calls only for network trouble, rate limits and server errors."""
-    import openai
-
-    return isinstance(
-        exc,
-        (
-            ConnectionError,
-            TimeoutError,
-            openai.APIConnectionError,
-            openai.RateLimitError,
-            openai.InternalServerError,
-        ),
-    )
-
+from planexec.transient import is_transient
 
 # Under sync ``invoke`` each step task holds a worker thread while its step waits and runs;
 # LangGraph sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how
 # many steps run at once. Threads are made only as tasks need them. Callers' values win.
 RUN_DEFAULTS: RunnableConfig = {"max_concurrency": 1024, "recursion_limit": 200}
 
-MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient_model_error)
+MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient)
+"""The one retry layer of model nodes: 3 attempts (the OpenAI client itself does not retry)."""
 
 
 def build_graph(
@@ -85,12 +70,16 @@ def build_graph(
         ),
     )
     builder.add_node(
-        "evaluator", partial(evaluator.evaluate, sandbox=box), retry_policy=MODEL_RETRY
+        "evaluator",
+        partial(evaluator.evaluate, sandbox=box, tools=registry),
+        retry_policy=MODEL_RETRY,
     )
     builder.add_node(
         "replanner", partial(replanner.replan, tools=registry), retry_policy=MODEL_RETRY
     )
-    builder.add_node("finalizer", partial(finalizer.finalize, outputs=box.output_store()))
+    builder.add_node(
+        "finalizer", partial(finalizer.finalize, outputs=box.output_store(), tools=registry)
+    )
 
     builder.add_edge(START, "planner")
     builder.add_conditional_edges("planner", routing.after_planner)

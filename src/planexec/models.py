@@ -54,16 +54,34 @@ def provider_model(spec: str) -> BaseChatModel:
 def _openai_model(name: str, base_url: str | None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    return ChatOpenAI(model=name, base_url=base_url, max_retries=2)
+    # planexec's RetryPolicy is the one retry layer (planexec.transient): the client makes one
+    # request per call, so a call costs at most MODEL_RETRY.max_attempts requests, not 3 × 3.
+    return ChatOpenAI(model=name, base_url=base_url, max_retries=0)
+
+
+MAX_TOKENS_PER_CALL = 2**40
+"""Token counts a reply claims beyond this are not believed (they would overflow the sums)."""
+
+
+def _tokens(value: object) -> int:
+    """Return a reply's token count as a plain int: 0 unless a sane non-negative integer."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return int(value) if 0 <= value <= MAX_TOKENS_PER_CALL else 0
 
 
 def usage_of(role: str, message: BaseMessage) -> dict[str, RoleUsage]:
-    """Count one model call and its tokens, for the state's ``usage`` reducer."""
-    meta = getattr(message, "usage_metadata", None) or {}
+    """Count one model call and its tokens, for the state's ``usage`` reducer.
+
+    The counts come from the endpoint: anything but a sane non-negative integer counts as 0.
+    """
+    meta = getattr(message, "usage_metadata", None)
+    if not isinstance(meta, dict):
+        meta = {}
     return {
         role: RoleUsage(
             calls=1,
-            input_tokens=int(meta.get("input_tokens", 0)),
-            output_tokens=int(meta.get("output_tokens", 0)),
+            input_tokens=_tokens(meta.get("input_tokens")),
+            output_tokens=_tokens(meta.get("output_tokens")),
         )
     }

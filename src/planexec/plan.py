@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planexec.state import PlanDoc, StepDoc, StepRecord
+from planexec.storable import UnstorableValueError, to_storable
 
 if TYPE_CHECKING:
     from planexec.tools.registry import ToolRegistry
@@ -138,21 +139,16 @@ def resolve_references(value: Any, outputs: dict[int, Any]) -> Any:
 
 
 def _json_clean(data: Any) -> Any:
-    """Return plain JSON data a checkpoint can store.
+    """Return the plan as data a checkpoint can store, by :func:`planexec.storable.to_storable`.
 
-    No NaN or non-JSON objects (an error), lone surrogates replaced, integers beyond 64 bits
-    kept as text (so validation reports them where a number is expected).
+    Text is cleaned (NUL and lone surrogates replaced), integers beyond 64 bits become text (so
+    validation reports them where a number is expected), NaN becomes null; a value nested too
+    deep, or that is not JSON-like at all, makes the plan invalid.
     """
     try:
-        text = json.dumps(data, ensure_ascii=False, allow_nan=False)
-        return json.loads(text.encode("utf-8", "replace"), parse_int=_bounded_int)
-    except (TypeError, ValueError, RecursionError) as exc:
+        return to_storable(data)
+    except (UnstorableValueError, TypeError, ValueError, RecursionError) as exc:
         raise PlanValidationError([f"not JSON data: {exc}"]) from None
-
-
-def _bounded_int(text: str) -> int | str:
-    number = int(text)
-    return number if -(2**63) <= number < 2**64 else text
 
 
 def _format_pydantic_errors(exc: ValidationError, prefix: str = "") -> list[str]:
@@ -226,7 +222,7 @@ def validate_plan(
     if isinstance(data, str):
         try:
             data = json.loads(data)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (ValueError, RecursionError) as exc:  # also numbers past the digit limit
             raise PlanValidationError([f"not valid JSON: {exc}"]) from None
     data = _json_clean(data)
     try:

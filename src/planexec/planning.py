@@ -14,6 +14,7 @@ from planexec import prompts
 from planexec.models import usage_of
 from planexec.plan import Plan, PlanValidationError, validate_plan
 from planexec.state import RoleUsage, add_usage
+from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
@@ -40,7 +41,7 @@ def _plan_data(reply: BaseMessage) -> tuple[Any, str | None]:
     if text.strip():
         try:
             return json.loads(FENCE.sub("", text.strip())), None
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # JSONDecodeError, or a number past Python's digit limit
             return None, f"the reply is neither a Plan tool call nor valid JSON: {exc}"
     return None, "the reply contained no plan: call the Plan tool"
 
@@ -68,12 +69,12 @@ def request_plan(
             try:
                 result.plan = validate_plan(data, tools, max_steps=max_steps, kept=kept)
             except PlanValidationError as exc:
-                result.errors = exc.errors
+                result.errors = [storable_text(e) for e in exc.errors]
             else:
                 result.errors = []
                 return result
         else:
-            result.errors = [problem]
+            result.errors = [storable_text(problem)]  # it may quote the model's raw reply
         shown = json.dumps(data, indent=1, default=str)[:20_000] if data is not None else "(none)"
         conversation.append(
             HumanMessage(

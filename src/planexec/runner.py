@@ -19,7 +19,6 @@ import concurrent.futures
 import contextlib
 import contextvars
 import json
-import math
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -30,20 +29,23 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from planexec import models, prompts, scrubbed
 from planexec.context import Context
-from planexec.errors import ToolError, TransientToolError
+from planexec.errors import ToolError
 from planexec.outputs import OutputStore, output_of
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
 from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepDoc, add_usage
 from planexec.steptools import Refusals, allowed_tools
+from planexec.storable import UnstorableValueError, storable_text, to_storable
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
+from planexec.transient import is_transient
 
-TRANSIENT = (TransientToolError, TimeoutError, ConnectionError)
+MAX_RETRY_INTERVAL = 60.0
+"""Longest wait, in seconds, before a step's next attempt, however the backoff is set."""
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 PREVIEW_CHARS = 200
 
@@ -212,7 +214,9 @@ def outcome(
 ) -> dict[str, Any]:
     """Build the JSON record a step task returns (and the checkpoint keeps), secrets removed.
 
-    ``output_file`` is set only for a spilled output (see :mod:`planexec.outputs`).
+    ``output`` must already be storable (:func:`planexec.storable.to_storable`); the summary
+    and the error, which quote tools and models, are made storable here. ``output_file`` is
+    set only for a spilled output (see :mod:`planexec.outputs`).
     """
     record = {
         "id": step_id,
@@ -221,8 +225,8 @@ def outcome(
         "started_at": started_at,
         "ended_at": now() if status != "skipped" else None,
         "output": output,
-        "summary": redact(summary, secrets),
-        "error": redact(error, secrets),
+        "summary": storable_text(redact(summary, secrets)),
+        "error": None if error is None else storable_text(redact(error, secrets)),
         "usage": usage or {},
     }
     if output_file is not None:
@@ -232,38 +236,13 @@ def outcome(
     return record
 
 
-def jsonable(value: Any) -> Any:
-    """Convert a tool's return value to JSON data, or raise TypeError naming what is not."""
-    if isinstance(value, str):
-        return _valid_text(value)
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):  # checkpoints store 64-bit integers; keep larger ones as text
-        return value if -(2**63) <= value < 2**64 else str(value)
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, BaseModel):
-        return jsonable(value.model_dump(mode="json"))
-    if isinstance(value, dict):
-        return {_valid_text(str(k)): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    item = getattr(value, "item", None)  # numpy scalars
-    if callable(item) and type(value).__module__ == "numpy":
-        return jsonable(item())
-    raise TypeError(
-        f"the tool returned a {type(value).__name__}, which is not JSON data; tools must return "
-        "dicts, lists, strings or numbers and keep large data in workspace files"
-    )
-
-
-def _valid_text(text: str) -> str:
-    """Replace lone surrogates, which no checkpoint serializer can store."""
+def retry_delay(context: Context, attempt: int) -> float:
+    """Seconds to wait after failed attempt number ``attempt`` (exponential, capped)."""
     try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "replace").decode("utf-8")
-    return text
+        delay = context.retry_initial_interval * context.retry_backoff_factor ** (attempt - 1)
+    except OverflowError:
+        return MAX_RETRY_INTERVAL
+    return min(delay, MAX_RETRY_INTERVAL)
 
 
 def summarize(output: Any, limit: int = 240) -> str:
@@ -376,6 +355,8 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
 def _describe_error(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
+    if isinstance(exc, UnstorableValueError):
+        return f"the output cannot be stored: {exc}"
     if isinstance(exc, ValidationError):
         return "invalid arguments: " + "; ".join(
             f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)
@@ -429,7 +410,7 @@ async def _model_step(
                         call_tool(allowed[call["name"]], call["args"], config),
                         round_.context.step_timeout,
                     )
-                    text = json.dumps(jsonable(result), default=str)[:20_000]
+                    text = json.dumps(to_storable(result), ensure_ascii=False)[:20_000]
                 except Exception as exc:  # noqa: BLE001 - reported back to the model
                     text = f"error: {_describe_error(exc)}"
             messages.append(ToolMessage(text, tool_call_id=call["id"]))
@@ -466,7 +447,7 @@ async def execute_step(
             )
         args = resolve_references(step["args"], inputs)
     except (ReferenceError_, ToolError, OSError, ValueError) as exc:
-        error = f"cannot resolve arguments: {exc}"
+        error = storable_text(f"cannot resolve arguments: {exc}")
         write({"event": "step_failed", "step": sid, "error": error})
         return outcome(sid, "failed", started_at=started, error=error, secrets=round_.secrets)
 
@@ -490,17 +471,14 @@ async def execute_step(
                         work = call_tool(round_.tools.get(step["tool"]), args, config)
                     value = await asyncio.wait_for(work, ctx.step_timeout)
                 output, output_file = await store_output(
-                    redact(jsonable(value), round_.secrets), round_
+                    redact(to_storable(value), round_.secrets), round_
                 )
-        except TRANSIENT as exc:
-            error = _describe_error(exc)
-            if attempts < max_attempts:
-                delay = ctx.retry_initial_interval * ctx.retry_backoff_factor ** (attempts - 1)
-                write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
-                await asyncio.sleep(delay)  # backoff outside the slot
-                continue
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
-            error = _describe_error(exc)
+            error = storable_text(_describe_error(exc))
+            if is_transient(exc) and attempts < max_attempts:
+                write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
+                await asyncio.sleep(retry_delay(ctx, attempts))  # backoff outside the slot
+                continue
         else:
             summary = summary_of(output, output_file)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})

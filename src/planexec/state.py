@@ -110,7 +110,7 @@ class StepRecord(TypedDict, total=False):
     output_file: OutputFile
     error: str | None
     checked: bool
-    judged_retry: bool
+    judged_retry: bool  # re-run after a judge's rejection (of it or a step it depends on)
     step_digest: str
     refused_calls: list[RefusedCall]
     """Present when the step's model asked for tools its step does not list (first 20)."""

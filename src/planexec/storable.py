@@ -16,11 +16,14 @@ later write of that thread fail. So values are handled where they enter:
   ``int`` (and numpy integers)                itself within 64 bits, else its decimal text
   ``float`` (and numpy floats)                itself if finite, else ``None``
   ``decimal.Decimal``                         its exact decimal text (``"1234.50"``)
-  ``datetime``/``date``/``time``              ISO 8601 text (pandas ``Timestamp`` too)
-  ``timedelta``                               seconds, as a float
+  ``datetime``/``date``/``time``              ISO 8601 text (pandas ``Timestamp``, numpy
+                                              ``datetime64`` too)
+  ``timedelta``                               seconds, as a float (numpy ``timedelta64`` too)
+  pandas ``NaT``/``NA``                       ``None``
   ``bytes``/``bytearray``                     UTF-8 text if it decodes, else base64 text
   ``set``/``frozenset``                       a list, sorted when its items can be
   ``tuple``/``list``/numpy array              a list
+  pandas ``Series``/``DataFrame``             its ``to_dict()``: labels become text keys
   ``dict`` (any mapping)                      a dict with text keys
   pydantic model, dataclass                   its fields, converted by the same rule
   ``enum.Enum``                               its value; ``pathlib.Path``: its text
@@ -40,6 +43,7 @@ import datetime as dt
 import decimal
 import enum
 import math
+import re
 from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
@@ -53,24 +57,34 @@ MAX_DEPTH = 64
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 """The integers a checkpoint stores (msgpack's signed and unsigned 64-bit range)."""
 REPLACEMENT = "\ufffd"
+_MISSING = frozenset({"NaTType", "NAType"})
+"""pandas' missing values (``pd.NaT``, ``pd.NA``): stored as None."""
 
 
 class UnstorableValueError(PlanexecError, ValueError):
     """A value cannot be stored in a checkpoint; the message says what and where."""
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _clean_text(text: str) -> str:
+    """Replace each NUL and each lone surrogate by one U+FFFD."""
     if "\x00" in text:
         text = text.replace("\x00", REPLACEMENT)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        text = _SURROGATE.sub(REPLACEMENT, text)
     return text
 
 
 def _where(path: tuple[str, ...]) -> str:
-    return "".join(f"[{p!r}]" if not p.isdigit() else f"[{p}]" for p in path) or "the value"
+    """Name a place in a value: ``['rows'][0]['x']`` (the middle of a long path elided)."""
+    parts = [f"[{p!r}]" if not p.isdigit() else f"[{p}]" for p in path]
+    if len(parts) > 8:
+        parts = [*parts[:3], f"…({len(parts) - 6} more)…", *parts[-3:]]
+    return "".join(parts) or "the value"
 
 
 def to_storable(value: Any) -> Any:
@@ -78,22 +92,52 @@ def to_storable(value: Any) -> Any:
 
     Raises :class:`UnstorableValueError` for a value the rule does not cover.
     """
-    return _convert(value, (), 0)
+    return _convert(value, None, 0)
 
 
-def _convert(value: Any, path: tuple[str, ...], depth: int) -> Any:  # noqa: C901 - one table
+_Path = tuple["_Path", str] | None
+"""Where a value sits, as a chain of (parent, key) links: O(1) to extend, unrolled on error."""
+
+
+def _keys(path: _Path) -> tuple[str, ...]:
+    keys: list[str] = []
+    while path is not None:
+        path, key = path
+        keys.append(key)
+    return tuple(reversed(keys))
+
+
+def _convert(value: Any, path: _Path, depth: int) -> Any:  # noqa: C901 - one table
     if depth > MAX_DEPTH:
         raise UnstorableValueError(
-            f"{_where(path)} is nested more than {MAX_DEPTH} levels deep; "
+            f"{_where(_keys(path))} is nested more than {MAX_DEPTH} levels deep; "
             "keep deep data in a workspace file"
         )
-    if value is None or isinstance(value, bool):
+    kind = type(value)
+    if kind is str:  # the common JSON types first, by exact type (subclasses go below)
+        return _clean_text(value)
+    if kind is dict:
+        return {
+            _clean_text(k) if type(k) is str else _clean_text(str(k)): _convert(
+                v, (path, str(k)), depth + 1
+            )
+            for k, v in value.items()
+        }
+    if kind is list:
+        return [_convert(v, (path, str(i)), depth + 1) for i, v in enumerate(value)]
+    if value is None or kind is bool:
         return value
+    if kind is int:
+        return value if INT_MIN <= value <= INT_MAX else _int_text(value, path)
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind.__name__ in _MISSING:  # before datetime: pandas' NaT is a datetime
+        return None
     if isinstance(value, str):
         return _clean_text(str(value))
     if isinstance(value, int):
         number = int(value)
-        return number if INT_MIN <= number <= INT_MAX else str(number)
+        return number if INT_MIN <= number <= INT_MAX else _int_text(number, path)
     if isinstance(value, float):
         real = float(value)
         return real if math.isfinite(real) else None
@@ -114,36 +158,62 @@ def _convert(value: Any, path: tuple[str, ...], depth: int) -> Any:  # noqa: C90
     if isinstance(value, PurePath):
         return _clean_text(str(value))
     if isinstance(value, BaseModel):
-        return _convert(value.model_dump(mode="python"), path, depth)
+        return _convert(value.model_dump(mode="python"), path, depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return _convert(dataclasses.asdict(value), path, depth)
+        return _convert(dataclasses.asdict(value), path, depth + 1)
     if isinstance(value, Mapping):
         return {
-            _clean_text(str(k)): _convert(v, (*path, str(k)), depth + 1) for k, v in value.items()
+            _clean_text(str(k)): _convert(v, (path, str(k)), depth + 1) for k, v in value.items()
         }
     if isinstance(value, set | frozenset):
         items = list(value)
         with contextlib.suppress(TypeError):
             items.sort()
-        return [_convert(v, (*path, str(i)), depth + 1) for i, v in enumerate(items)]
+        return [_convert(v, (path, str(i)), depth + 1) for i, v in enumerate(items)]
     if isinstance(value, list | tuple):
-        return [_convert(v, (*path, str(i)), depth + 1) for i, v in enumerate(value)]
-    if type(value).__module__.split(".")[0] in {"numpy", "pandas"}:
+        return [_convert(v, (path, str(i)), depth + 1) for i, v in enumerate(value)]
+    if kind.__module__.split(".")[0] in {"numpy", "pandas"}:
         converted = _from_numpy_or_pandas(value)
         if converted is not value:
-            return _convert(converted, path, depth)
+            return _convert(converted, path, depth + 1)
     raise UnstorableValueError(
-        f"{_where(path)} is a {type(value).__module__}.{type(value).__qualname__}, which is not "
+        f"{_where(_keys(path))} is a {kind.__module__}.{kind.__qualname__}, which is not "
         "JSON data; tools must return dicts, lists, text, numbers, dates or bytes and keep "
         "large data in workspace files"
     )
 
 
+def _int_text(number: int, path: _Path) -> str:
+    """Write an integer beyond 64 bits as decimal text (refused past Python's digit limit)."""
+    try:
+        return str(number)
+    except ValueError:  # more digits than sys.get_int_max_str_digits() allows
+        raise UnstorableValueError(
+            f"{_where(_keys(path))} is an integer too long to write out"
+        ) from None
+
+
+def storable_text(text: str, limit: int = 4000) -> str:
+    """Return message text (an error, a summary) as stored: cleaned like any text, cut to ``limit``.
+
+    Messages quote tools and models; they are text that reaches state, so they follow the rule.
+    """
+    clean = _clean_text(str(text))
+    return clean if len(clean) <= limit else clean[: limit - 1] + "…"
+
+
 def _from_numpy_or_pandas(value: Any) -> Any:
     """Turn numpy scalars/arrays and pandas scalars/containers into Python values."""
-    if type(value).__name__ in {"NaTType", "NAType"}:
-        return None
-    for name in ("isoformat", "tolist", "item", "to_dict"):
+    kind = type(value).__name__
+    if kind in ("datetime64", "timedelta64"):  # tolist() would give nanoseconds as an int
+        import numpy as np
+
+        if np.isnat(value):
+            return None
+        if kind == "timedelta64":
+            return float(value / np.timedelta64(1, "s"))
+        return str(np.datetime_as_string(value))
+    for name in ("isoformat", "to_dict", "tolist", "item"):  # to_dict keeps pandas' labels
         method = getattr(value, name, None)
         if callable(method):
             try:

@@ -140,4 +140,6 @@ def test_a_changed_spill_is_detected_not_used(use_models, ctx, workspace_root):
     assert steps["3"]["status"] == "failed"
     assert "was changed after it was written" in steps["3"]["error"]
     assert steps["1"]["status"] == "failed" and "changed" in steps["1"]["error"]  # evaluator
-    assert out["final"]["status"] == "partial"
+    assert steps["2"]["status"] == "skipped"  # built on step 1, which failed its check: discarded
+    assert steps["2"]["error"].startswith("discarded: it depends on step 1")
+    assert out["final"]["status"] == "failed"

@@ -266,3 +266,32 @@ def test_concurrent_api_threads_never_share_files(server, server_root, tmp_path)
 
     for label, tid in asyncio.run(scenario()).items():
         assert (server_root / "threads" / tid / "out.txt").read_text() == f"written by {label}"
+
+
+def test_planexec_errors_reach_server_users_with_their_message(server, run_context):
+    context, _ = run_context
+
+    async def scenario():
+        client = get_client(url=server)
+        thread = await client.threads.create()
+        bad = {**context, "max_parallel_steps": "four", "step_timeout": None}
+        refused = await client.runs.wait(
+            thread["thread_id"], "planexec", input={"task": "t"}, context=bad, raise_error=False
+        )
+        no_key = await client.runs.wait(
+            (await client.threads.create())["thread_id"],
+            "planexec",
+            input={"task": "t"},
+            context={**context, "planner_model": "openai:gpt-4.1"},
+            raise_error=False,
+        )
+        return refused, no_key, await client.threads.get_state(thread["thread_id"])
+
+    refused, no_key, state = asyncio.run(scenario())
+    assert refused["__error__"]["error"] == "InvalidContextError"
+    message = refused["__error__"]["message"]
+    assert message.startswith("invalid context: ")
+    assert "max_parallel_steps" in message and "step_timeout" in message
+    assert not state["values"]  # refused before anything was stored
+    assert no_key["__error__"]["error"] == "ConfigurationError"
+    assert no_key["__error__"]["message"].startswith("OPENAI_API_KEY is not set")

@@ -1,13 +1,15 @@
 """Evaluator node: check results against what steps were meant to produce, then decide.
 
-Cheap checks need no model: a succeeded step must have produced output, and files its
-output names must exist. The optional LLM judge (``llm_judge``) costs one call per round,
-for all newly finished steps together. Decisions: finish, retry, replan, give_up.
+Cheap checks need no model: a succeeded step must have produced output, and the files its
+tool declares in its output (``file_fields``) must exist. The optional LLM judge
+(``llm_judge``) costs one call per round, for all newly finished steps together.
+Decisions: finish, retry, replan, give_up.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -18,10 +20,12 @@ from planexec import models, prompts
 from planexec.context import Context, context_of
 from planexec.errors import WorkspaceError
 from planexec.outputs import OutputFileError, output_of
-from planexec.plan import current_records
+from planexec.plan import current_records, topological_order
 from planexec.runner import summarize
 from planexec.sandbox import Sandbox
-from planexec.state import Evaluation, RoleUsage, State, StepRecord
+from planexec.state import Evaluation, RoleUsage, State, StepDoc, StepRecord
+from planexec.storable import storable_text
+from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 
 
@@ -39,20 +43,46 @@ class Verdicts(BaseModel):
     verdicts: list[Verdict] = Field(default_factory=list)
 
 
-def cheap_problem(output: Any, workspace: Workspace) -> str | None:
-    """Return why an output cannot be right without asking a model, or None."""
-    if output is None or output == "" or output == {} or output == []:
+def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace) -> str | None:
+    """Return why an output cannot be right without asking a model, or None.
+
+    An empty output is a problem; so is a file the tool's declared ``file_fields`` name (text,
+    or a list of text) that is not in the workspace. No other field is taken for a file.
+    """
+    if output is None or (isinstance(output, str | dict | list) and not output):
         return "the step produced no output"
-    if isinstance(output, dict):
-        for key, value in output.items():
-            if (key.endswith("path") or key == "dataset") and isinstance(value, str) and value:
-                try:
-                    found = workspace.resolve(value)
-                except WorkspaceError as exc:
-                    return f"its output names {value!r}: {exc}"
-                if not found.exists():
-                    return f"its output names {value!r}, which does not exist"
+    if not file_fields or not isinstance(output, dict):
+        return None
+    for key in file_fields:
+        value = output.get(key)
+        paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for path in paths:
+            problem = _missing_file(path, workspace) if isinstance(path, str) and path else None
+            if problem:
+                return f"its output names {_short(path)}{problem}"
     return None
+
+
+def _missing_file(path: str, workspace: Workspace) -> str | None:
+    try:
+        if not workspace.resolve(path).exists():
+            return ", which does not exist"
+    except (WorkspaceError, OSError, ValueError) as exc:  # e.g. ENAMETOOLONG, a NUL
+        return f": {exc}"
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
+    """Return the steps that depend on any of ``roots``, directly or not (roots excluded)."""
+    found: set[int] = set()
+    for step in topological_order(steps):
+        if any(d in roots or d in found for d in step["depends_on"]):
+            found.add(step["id"])
+    return found - roots
 
 
 def _judge(
@@ -87,13 +117,22 @@ def _judge(
     return {}, usage, "the judge's reply was not understood; results accepted on cheap checks"
 
 
-def evaluate(state: State, runtime: Runtime[Context], *, sandbox: Sandbox) -> dict[str, Any]:
-    """Check the latest round's results and choose what happens next."""
+def evaluate(
+    state: State, runtime: Runtime[Context], *, sandbox: Sandbox, tools: ToolRegistry
+) -> dict[str, Any]:
+    """Check the latest round's results and choose what happens next.
+
+    A judge's rejection gets one re-run per plan revision: the rejected steps and every step
+    built on them run again (marked ``judged_retry``), and a rejection after that is final.
+    A step whose result was built on a step that failed a check afterwards is discarded
+    (``skipped``), so a revision never keeps a step without the steps it depends on.
+    """
     ctx = context_of(runtime.context)
     workspace = sandbox.for_run(ctx)
     store = sandbox.output_store()
     plan = state["plan"]
     assert plan is not None
+    tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
     current = current_records(plan, state.get("steps") or {})  # only this plan's results count
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in current.items()}
     fresh = [
@@ -110,7 +149,7 @@ def evaluate(state: State, runtime: Runtime[Context], *, sandbox: Sandbox) -> di
         except OutputFileError as exc:
             problem: str | None = str(exc)
         else:
-            problem = cheap_problem(outputs[sid], workspace)
+            problem = cheap_problem(outputs[sid], tools.file_fields(tool_of.get(sid)), workspace)
         if problem:
             rec["status"], rec["error"] = "failed", f"check failed: {problem}"
 
@@ -124,37 +163,57 @@ def evaluate(state: State, runtime: Runtime[Context], *, sandbox: Sandbox) -> di
         for sid, verdict in verdicts.items():
             rec = records[str(sid)]
             if not verdict.ok:
-                first_time = not rec.get("judged_retry")
                 rec["status"] = "failed"
-                rec["error"] = f"judge: {verdict.reason or 'does not fit'}"
-                if first_time:
+                rec["error"] = "judge: " + storable_text(verdict.reason or "does not fit", 500)
+                if not rec.get("judged_retry"):
                     retry.append(sid)
 
     failed = sorted(int(s) for s, r in records.items() if r.get("status") == "failed")
     skipped = sorted(int(s) for s, r in records.items() if r.get("status") == "skipped")
     unrun = sorted(int(s) for s, r in records.items() if r.get("status") == "pending")
+    built_on_retry = downstream(plan["steps"], set(retry))
     if unrun:  # only a state edit or fork leaves steps unrun: the executor's gate decides
         evaluation = Evaluation(
             decision="retry", reason=f"steps {unrun} of this plan have not run", retry=unrun
         )
     elif not failed and not skipped:
         evaluation = Evaluation(decision="finish", reason="every step succeeded", retry=[])
-    elif retry and len(retry) == len(failed):
-        for sid in retry:
+    elif retry and set(retry) == set(failed) and set(skipped) <= built_on_retry:
+        for sid in sorted(set(retry) | built_on_retry):
             records[str(sid)] = StepRecord(status="pending", attempts=0, judged_retry=True)
-        for sid in skipped:
-            records[str(sid)] = StepRecord(status="pending", attempts=0)
         evaluation = Evaluation(
             decision="retry", reason=f"the judge rejected steps {retry}", retry=retry
         )
-    elif state.get("replans", 0) < ctx.max_replans:
-        evaluation = Evaluation(decision="replan", reason=f"steps {failed} failed", retry=[])
     else:
-        evaluation = Evaluation(
-            decision="give_up",
-            reason=f"steps {failed} failed and the replan limit ({ctx.max_replans}) is reached",
-            retry=[],
-        )
+        _discard_built_on(plan["steps"], records, failed)
+        if state.get("replans", 0) < ctx.max_replans:
+            evaluation = Evaluation(decision="replan", reason=f"steps {failed} failed", retry=[])
+        else:
+            evaluation = Evaluation(
+                decision="give_up",
+                reason=f"steps {failed} failed and the replan limit ({ctx.max_replans}) is reached",
+                retry=[],
+            )
     if note:
         evaluation["reason"] += f" ({note})"
     return {**update, "steps": records, "evaluation": evaluation}
+
+
+def _discard_built_on(
+    steps: list[StepDoc], records: dict[str, StepRecord], failed: list[int]
+) -> None:
+    """Mark succeeded steps built on a failed step's output as skipped, naming the cause."""
+    for step in topological_order(steps):
+        rec = records.get(str(step["id"]))
+        if rec is None or rec.get("status") != "succeeded":
+            continue
+        bad = [
+            d
+            for d in step["depends_on"]
+            if records.get(str(d), {}).get("status") in ("failed", "skipped")
+        ]
+        if bad:
+            rec["status"] = "skipped"
+            rec["error"] = (
+                f"discarded: it depends on step {bad[0]}, which failed after this step ran"
+            )

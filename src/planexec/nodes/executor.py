@@ -157,6 +157,7 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
     usage: dict[str, RoleUsage] = {}
     for res in results:
         usage = add_usage(usage, res.get("usage"))
+        before = (state.get("steps") or {}).get(str(res["id"]), {})  # as the evaluator left it
         records[str(res["id"])] = StepRecord(
             step_digest=step_digest(steps[res["id"]]),
             status=res["status"],
@@ -171,6 +172,8 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
             records[str(res["id"])]["output_file"] = res["output_file"]
         if res.get("refused_calls"):
             records[str(res["id"])]["refused_calls"] = res["refused_calls"]
+        if before.get("judged_retry"):  # the evaluator's bound on judge retries lives here
+            records[str(res["id"])]["judged_retry"] = True
     return {"steps": records, "usage": usage, "evaluation": None}
 
 

@@ -7,21 +7,39 @@ from typing import Any
 
 from planexec.outputs import OutputFileError, OutputStore, output_of
 from planexec.plan import current_records
-from planexec.state import FinalResult, FinalStatus, State
+from planexec.state import FinalResult, FinalStatus, State, StepDoc
+from planexec.tools.registry import ToolRegistry
 
 
-def _artifacts(record: Mapping[str, Any], outputs: OutputStore) -> list[str]:
-    """Files a step's output names (a spilled output that cannot be read back names none)."""
+def _artifacts(
+    step: StepDoc, record: Mapping[str, Any], outputs: OutputStore, tools: ToolRegistry
+) -> list[str]:
+    """Files a step made: its tool's declared file fields, for tools with side effects.
+
+    A spilled output that cannot be read back names none.
+    """
+    tool = step["tool"]
+    if tool is None or tool not in tools or not tools.has_side_effects(tool):
+        return []
+    fields = tools.file_fields(tool)
+    if not fields:
+        return []
     try:
         output = output_of(record, outputs)
     except OutputFileError:
         return []
-    if isinstance(output, dict):
-        return [v for k, v in output.items() if k.endswith("path") and isinstance(v, str) and v]
-    return []
+    if not isinstance(output, dict):
+        return []
+    made: list[str] = []
+    for key in fields:
+        value = output.get(key)
+        for path in [value] if isinstance(value, str) else value if isinstance(value, list) else []:
+            if isinstance(path, str) and path and path not in made:
+                made.append(path)
+    return made
 
 
-def finalize(state: State, *, outputs: OutputStore) -> dict[str, Any]:
+def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict[str, Any]:
     """Summarise the run: status, answer, files made, and what failed and why."""
     plan = state.get("plan")
     records = current_records(plan, state.get("steps") or {}) if plan else {}
@@ -60,14 +78,14 @@ def finalize(state: State, *, outputs: OutputStore) -> dict[str, Any]:
         a
         for s in steps
         if status_of[s["id"]] == "succeeded"
-        for a in _artifacts(records[str(s["id"])], outputs)
+        for a in _artifacts(s, records[str(s["id"])], outputs, tools)
     ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
     for sink in sinks:
         output = records[str(sink["id"])].get("output")  # a spilled one: its summary below
-        made = _artifacts(records[str(sink["id"])], outputs)
+        made = _artifacts(sink, records[str(sink["id"])], outputs, tools)
         if isinstance(output, str):
             lines.append(output)
         elif made:

@@ -15,7 +15,16 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.plan import Plan, PlanValidationError, Step, plan_digest, to_doc, validate_plan
+from planexec.plan import (
+    Plan,
+    PlanValidationError,
+    Step,
+    current_records,
+    plan_digest,
+    to_doc,
+    topological_order,
+    validate_plan,
+)
 from planexec.planning import request_plan
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
@@ -31,15 +40,37 @@ def _signature(step: StepDoc | dict[str, Any]) -> str:
     return json.dumps(what, sort_keys=True, default=str)
 
 
+def keepable(steps: list[StepDoc], records: dict[str, StepRecord]) -> list[StepDoc]:
+    """Return the steps a revision keeps: succeeded, and every step they depend on kept too.
+
+    A success built on a step that is not kept is lost with it, so the kept steps never
+    depend on a step the revision drops (which would make the merged plan invalid).
+    """
+    kept: set[int] = set()
+    for step in topological_order(steps):
+        if records.get(str(step["id"]), {}).get("status") == "succeeded" and all(
+            d in kept for d in step["depends_on"]
+        ):
+            kept.add(step["id"])
+    return [s for s in steps if s["id"] in kept]
+
+
+def _outcome_text(step: StepDoc, records: dict[str, StepRecord], kept: frozenset[int]) -> str:
+    record = records.get(str(step["id"]), {})
+    status = record.get("status", "pending")
+    lost = [d for d in step["depends_on"] if d not in kept]
+    if status == "succeeded" and lost:  # not kept: it depends on a step that is not
+        return f"discarded: it depends on step {lost[0]}, which is not kept"
+    return f"{status}: {record.get('error') or ''}"
+
+
 def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
     """Ask the planner model for the remaining work and merge it with the kept steps."""
     ctx = context_of(runtime.context)
     plan = state["plan"]
     assert plan is not None
     records = state.get("steps", {})
-    kept_steps = [
-        s for s in plan["steps"] if records.get(str(s["id"]), {}).get("status") == "succeeded"
-    ]
+    kept_steps = keepable(plan["steps"], current_records(plan, records))
     lost_steps = [s for s in plan["steps"] if s not in kept_steps]
     kept_ids = frozenset(s["id"] for s in kept_steps)
     max_id = max(s["id"] for s in plan["steps"])
@@ -53,8 +84,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     )
     failed_text = "\n".join(
         f"- step {s['id']} [{s['tool']}] args={json.dumps(s['args'], default=str)}: "
-        f"{records.get(str(s['id']), {}).get('status', 'pending')}: "
-        f"{records.get(str(s['id']), {}).get('error') or ''}"
+        f"{_outcome_text(s, records, kept_ids)}"
         for s in lost_steps
     )
     messages = [

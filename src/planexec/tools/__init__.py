@@ -8,14 +8,14 @@ from planexec.tools.workspace import Workspace, current_workspace, use_workspace
 
 def default_registry() -> ToolRegistry:
     """Return a registry with the file tools and the data-analysis toolkit."""
-    from planexec.tools.data import DATA_TOOLS, SIDE_EFFECT_DATA_TOOLS
-    from planexec.tools.files import FILE_TOOLS, SIDE_EFFECT_FILE_TOOLS
+    from planexec.tools import data, files
 
+    declared = {**files.FILE_FIELDS, **data.FILE_FIELDS}
     registry = ToolRegistry()
-    for item in [*FILE_TOOLS, *DATA_TOOLS]:
-        registry.register(item, side_effects=False)
-    for item in [*SIDE_EFFECT_FILE_TOOLS, *SIDE_EFFECT_DATA_TOOLS]:
-        registry.register(item, side_effects=True)
+    for item in [*files.FILE_TOOLS, *data.DATA_TOOLS]:
+        registry.register(item, side_effects=False, file_fields=declared.get(item.name, ()))
+    for item in [*files.SIDE_EFFECT_FILE_TOOLS, *data.SIDE_EFFECT_DATA_TOOLS]:
+        registry.register(item, side_effects=True, file_fields=declared.get(item.name, ()))
     return registry
 
 

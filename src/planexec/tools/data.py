@@ -360,3 +360,10 @@ def write_report(
 
 DATA_TOOLS = [load_csv, calculate_stats, detect_trends]
 SIDE_EFFECT_DATA_TOOLS = [clean_data, generate_chart, write_report]
+FILE_FIELDS: dict[str, tuple[str, ...]] = {
+    "load_csv": ("dataset",),
+    "clean_data": ("dataset",),
+    "generate_chart": ("path",),
+    "write_report": ("path",),
+}
+"""Output fields of these tools that name workspace files."""

@@ -55,3 +55,9 @@ def list_files(folder: str = ".", pattern: str = "*") -> dict[str, Any]:
 
 FILE_TOOLS = [read_file, list_files]
 SIDE_EFFECT_FILE_TOOLS = [write_file]
+FILE_FIELDS: dict[str, tuple[str, ...]] = {
+    "read_file": ("path",),
+    "write_file": ("path",),
+    "list_files": ("files",),
+}
+"""Output fields of these tools that name workspace files."""

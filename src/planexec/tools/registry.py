@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -11,6 +11,7 @@ from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel
 
 SIDE_EFFECTS = "side_effects"
+FILE_FIELDS = "file_fields"
 
 
 class ToolRegistry:
@@ -18,7 +19,12 @@ class ToolRegistry:
 
     Any ``@tool`` function or ``BaseTool`` with an args schema is added in one line::
 
-        registry.register(my_tool, side_effects=True)
+        registry.register(my_tool, side_effects=True, file_fields=["path"])
+
+    ``file_fields`` names the top-level fields of the tool's output that hold workspace paths
+    (text, or lists of text): the evaluator checks those files exist, and the files of tools
+    with side effects are the run's artifacts. No other output field is taken for a file.
+    Both can also be set in the tool's own ``metadata`` (``{"file_fields": [...]}``).
     """
 
     def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = ()) -> None:
@@ -28,12 +34,23 @@ class ToolRegistry:
             self.register(item)
 
     def register(
-        self, item: BaseTool | Callable[..., Any], *, side_effects: bool | None = None
+        self,
+        item: BaseTool | Callable[..., Any],
+        *,
+        side_effects: bool | None = None,
+        file_fields: Sequence[str] | None = None,
     ) -> BaseTool:
         """Add a tool (a plain function is wrapped with ``@tool``); return it."""
         tool_ = item if isinstance(item, BaseTool) else as_tool(item)
+        if isinstance(file_fields, str):
+            raise TypeError(f"file_fields is a list of field names, not the text {file_fields!r}")
+        marks: dict[str, Any] = {}
         if side_effects is not None:
-            tool_.metadata = {**(tool_.metadata or {}), SIDE_EFFECTS: side_effects}
+            marks[SIDE_EFFECTS] = side_effects
+        if file_fields is not None:
+            marks[FILE_FIELDS] = tuple(file_fields)
+        if marks:  # on a copy: the same tool may be registered differently elsewhere
+            tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
         self._tools[tool_.name] = tool_
         return tool_
 
@@ -61,6 +78,14 @@ class ToolRegistry:
         """Say whether a tool writes, deletes or sends something (unknown tools: yes)."""
         found = self._tools.get(name)
         return True if found is None else bool((found.metadata or {}).get(SIDE_EFFECTS, False))
+
+    def file_fields(self, name: str | None) -> tuple[str, ...]:
+        """Return the output fields of a tool that name workspace files (none if unknown)."""
+        found = self._tools.get(name) if name is not None else None
+        if found is None:
+            return ()
+        declared = (found.metadata or {}).get(FILE_FIELDS) or ()
+        return tuple(str(f) for f in declared)
 
     def args_schema(self, name: str) -> type[BaseModel] | None:
         """Return the pydantic schema of a tool's model-facing arguments, if it has one."""
