@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from planexec import models, prompts, scrubbed
 from planexec.context import Context
-from planexec.errors import ToolError
+from planexec.errors import ToolError, TransientToolError
 from planexec.outputs import OutputStore, output_of
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
@@ -341,9 +341,9 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
                     value = await tool_.ainvoke(args, quiet)
                 else:
                     value = await _in_daemon_thread(lambda: tool_.invoke(args, quiet))
-                return redact(jsonable(value), secrets)
+                return redact(to_storable(value), secrets)
             except Exception as exc:  # noqa: BLE001 - reported as a scrubbed ToolFailed
-                problem = (redact(_describe_error(exc), secrets), isinstance(exc, TRANSIENT))
+                problem = (redact(_describe_error(exc), secrets), is_transient(exc))
         message, transient = problem  # raised here, outside the handler: no chained original
         raise (TransientToolFailed if transient else ToolFailed)(message)
 
