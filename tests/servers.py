@@ -38,8 +38,11 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 
 @contextmanager
-def langgraph_dev(log: Path) -> Iterator[str]:
-    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL."""
+def langgraph_dev(log: Path, config: Path | None = None) -> Iterator[str]:
+    """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL.
+
+    ``config`` is the langgraph.json to serve (default: the project's).
+    """
     port = free_port()
     env = {
         **os.environ,
@@ -61,7 +64,7 @@ def langgraph_dev(log: Path) -> Iterator[str]:
                 "--port",
                 str(port),
                 "--config",
-                str(ROOT / "langgraph.json"),
+                str(config or ROOT / "langgraph.json"),
             ],
             cwd=ROOT,
             env=env,
