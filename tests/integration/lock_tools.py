@@ -34,10 +34,10 @@ def mark(label: str, seconds: float) -> dict:
 
 TOOLS = ToolRegistry([mark])
 
-# Three steps one after another, 0.3 s each: a run holds its thread for about a second.
+# Three steps one after another (0.3 s, 0.6 s, 0.3 s): a run holds its thread over a second.
 PLAN = plan_of(
     step(1, "mark", {"label": "one", "seconds": 0.3}),
-    step(2, "mark", {"label": "two", "seconds": 0.3}, [1]),
+    step(2, "mark", {"label": "two", "seconds": 0.6}, [1]),
     step(3, "mark", {"label": "three", "seconds": 0.3}, [2]),
 )
 LABELS = ["one", "two", "three"]
