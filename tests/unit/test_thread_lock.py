@@ -112,3 +112,46 @@ def test_a_checkpoint_namespace_alone_does_not_escape_the_lock():
     namespaced = {"configurable": {"thread_id": "t", "checkpoint_ns": "x"}}
     with hold(graph, config("t")), pytest.raises(ThreadBusyError), hold(graph, namespaced):
         pass
+
+
+async def test_a_run_cancelled_while_it_takes_the_lock_leaves_the_thread_free(
+    tmp_path, monkeypatch
+):
+    """The lock is taken in a worker thread; if the run is cancelled meanwhile, it lets go."""
+    import asyncio
+    import time
+
+    from planexec.persistence import async_sqlite_saver
+    from planexec.thread_lock import ahold
+
+    real_acquire, taken = FileLock.acquire, asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    def slow_acquire(self):
+        time.sleep(0.2)
+        real_acquire(self)
+        loop.call_soon_threadsafe(taken.set)
+
+    async with async_sqlite_saver(tmp_path / "runs.sqlite") as saver:
+        graph = build_graph(checkpointer=saver)
+
+        async def run():
+            async with ahold(graph, config("t")):
+                raise AssertionError("the cancelled run went on")
+
+        monkeypatch.setattr(FileLock, "acquire", slow_acquire)
+        task = asyncio.create_task(run())
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await taken.wait()  # the worker thread did take the lock after the cancellation...
+        monkeypatch.undo()
+        for _ in range(100):  # ...and lets go of it right after
+            try:
+                async with ahold(graph, config("t")):
+                    break
+            except ThreadBusyError:
+                await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the thread stayed busy")
