@@ -285,6 +285,12 @@ class PgLock:
             self.session.unlock(self.key)
 
 
+# Arguments of psycopg.connect that are not connection parameters (a pool's kwargs may hold them).
+PSYCOPG_CONNECT_ARGS = frozenset(
+    {"autocommit", "prepare_threshold", "context", "row_factory", "cursor_factory"}
+)
+
+
 def conninfo_of(conn: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> str:
     """Return the connection string of an open connection, password included."""
     password = conn.info.password
@@ -297,11 +303,6 @@ def pool_conninfo(pool: ConnectionPool[Any] | AsyncConnectionPool[Any]) -> str |
         return None
     extra = {k: v for k, v in (pool.kwargs or {}).items() if k not in PSYCOPG_CONNECT_ARGS}
     return make_conninfo(pool.conninfo or "", **extra)
-
-
-PSYCOPG_CONNECT_ARGS = frozenset(
-    {"autocommit", "prepare_threshold", "context", "row_factory", "cursor_factory"}
-)
 
 
 # -- choosing the lock ----------------------------------------------------------------------
