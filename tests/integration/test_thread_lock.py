@@ -357,6 +357,9 @@ def test_a_nested_call_runs_inside_the_run_that_holds_the_thread(ws, script):
 def test_cli_resume_of_a_busy_thread_says_so_in_one_line(tmp_path, ws, script, monkeypatch):
     monkeypatch.chdir(tmp_path)
     db, tid = str(tmp_path / "runs.sqlite"), str(uuid.uuid4())
+    slow = json.loads(json.dumps(PLAN))
+    slow["steps"][0]["args"]["seconds"] = 3.0  # the CLI's resume surely comes while it runs
+    script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": slow}]}]))
     plan_and_stop_at_approval(db, tid, script, ws)
     holder = Worker("holder", "approve", db, ws, tid, script, "async")
     wait_until(holder.ready, [holder.proc], "worker ready")
