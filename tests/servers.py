@@ -38,10 +38,13 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
 
 
 @contextmanager
-def langgraph_dev(log: Path, extra_env: dict[str, str] | None = None) -> Iterator[str]:
+def langgraph_dev(
+    log: Path, extra_env: dict[str, str] | None = None, config: Path | None = None
+) -> Iterator[str]:
     """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL.
 
-    The server gets no OpenAI key unless ``extra_env`` gives one.
+    The server gets no OpenAI key unless ``extra_env`` gives one; ``config`` is the
+    langgraph.json to serve (default: the project's).
     """
     port = free_port()
     env = {
@@ -65,7 +68,7 @@ def langgraph_dev(log: Path, extra_env: dict[str, str] | None = None) -> Iterato
                 "--port",
                 str(port),
                 "--config",
-                str(ROOT / "langgraph.json"),
+                str(config or ROOT / "langgraph.json"),
             ],
             cwd=ROOT,
             env=env,

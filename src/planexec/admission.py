@@ -25,6 +25,7 @@ from planexec.errors import PlanexecError
 from planexec.plan import Plan
 from planexec.state import InputState, OutputState, State
 from planexec.storable import unstorable_reason
+from planexec.thread_lock import ahold, hold
 
 MAX_TASK_CHARS = 20_000
 
@@ -136,31 +137,35 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        """Check the input, then stream the run as LangGraph does (``invoke`` comes here)."""
+        """Check the input, hold the thread, then stream the run (``invoke`` comes here)."""
         check_input(input)
-        yield from super().stream(input, config, **kwargs)
+        with hold(self, config):
+            yield from super().stream(input, config, **kwargs)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        """Check the input, then stream the run (``ainvoke`` and the LangGraph server)."""
+        """Check the input, hold the thread, then stream the run (``ainvoke``, the server)."""
         check_input(input)
-        async for part in super().astream(input, config, **kwargs):
-            yield part
+        async with ahold(self, config):
+            async for part in super().astream(input, config, **kwargs):
+                yield part
 
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Check state edits (``update_state`` comes here), then apply them."""
         check_updates(supersteps)
-        return super().bulk_update_state(config, supersteps)
+        with hold(self, config):
+            return super().bulk_update_state(config, supersteps)
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Check state edits (``aupdate_state`` and the server's state edits), then apply."""
         check_updates(supersteps)
-        return await super().abulk_update_state(config, supersteps)
+        async with ahold(self, config):
+            return await super().abulk_update_state(config, supersteps)
 
 
 def admit(compiled: CompiledStateGraph[State, Context, InputState, OutputState]) -> PlanexecGraph:
