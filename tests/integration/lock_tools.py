@@ -42,7 +42,8 @@ PLAN = plan_of(
 )
 LABELS = ["one", "two", "three"]
 
-graph = build_graph(tools=TOOLS)  # served by `langgraph dev` in the server tests
+# served by `langgraph dev` in the server tests, its workspace root from $PLANEXEC_WORKSPACE_ROOT
+graph = build_graph(tools=TOOLS)
 
 
 def log_lines(workspace: Path) -> list[str]:

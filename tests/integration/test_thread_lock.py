@@ -3,7 +3,8 @@
 Two processes (SQLite file or PostgreSQL, sync and async), two threads or two tasks of one
 process, the CLI, and the LangGraph server (whose own multitask strategies decide there).
 Each step's tool appends ``end LABEL`` to a log when it finishes its side effect, so the log
-counts how many times each step really ran.
+counts how many times each step really ran. Every run works in the shared workspace ``ws``
+below the test's workspace root; the CLI's in the one folder it chose.
 """
 
 from __future__ import annotations
@@ -40,15 +41,18 @@ from planexec.persistence import (
     postgres_saver,
     sqlite_saver,
 )
+from planexec.sandbox import Sandbox
 from planexec.state import State
 from planexec.thread_lock import ThreadBusyError, advisory_key, hold
 from tests.helpers import ROOT
 from tests.integration.lock_tools import LABELS, PLAN, TOOLS, ends, log_lines
+from tests.integration.lock_worker import setup
 from tests.servers import langgraph_dev
 
 APPROVE = Command(resume={"action": "approve"})
 ONCE = dict.fromkeys(LABELS, 1)
 FAST = 0.5  # a refused run answers within this many seconds; a run holds its thread ~1 s
+WS = "ws"  # the name of the runs' workspace: ROOT/shared/ws below the test's workspace root
 
 
 @pytest.fixture
@@ -59,14 +63,21 @@ def script(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def ws(tmp_path: Path) -> Path:
-    path = tmp_path / "ws"
-    path.mkdir()
+def ws(workspace_root: Path) -> Path:
+    """The folder of the workspace named ``WS`` below the test's workspace root."""
+    path = Sandbox.at(workspace_root).workspace_path(WS, None)
+    path.mkdir(parents=True)
     return path
 
 
-def context(script: Path, ws: Path) -> Context:
-    return Context(planner_model=f"scripted:{script}", workspace=str(ws))
+def context(script: Path) -> Context:
+    return Context(planner_model=f"scripted:{script}", workspace=WS)
+
+
+def pythonpath() -> str:
+    """This checkout's sources first, then the caller's PYTHONPATH: what a subprocess imports."""
+    caller = os.environ.get("PYTHONPATH", "")
+    return os.pathsep.join([str(ROOT / "src"), str(ROOT), *([caller] if caller else [])])
 
 
 def config(thread_id: str) -> Any:
@@ -86,10 +97,16 @@ def sync_saver(db: str) -> Iterator[Any]:
         yield saver
 
 
-def plan_and_stop_at_approval(db: str, thread_id: str, script: Path, ws: Path) -> None:
+def plan_and_stop_at_approval(
+    db: str, thread_id: str, script: Path, cli_folder: Path | None = None
+) -> None:
+    """Plan in the workspace ``WS``, or as the CLI would in ``cli_folder``; stop at approval."""
+    mode, workspace = ("cli", str(cli_folder)) if cli_folder else ("sync", WS)
+    ctx, sandbox, metadata, _ = setup(mode, db, workspace, str(script))
     with sync_saver(db) as saver:
-        graph = build_graph(checkpointer=saver, tools=TOOLS)
-        out = graph.invoke({"task": "lock test"}, config(thread_id), context=context(script, ws))
+        graph = build_graph(checkpointer=saver, tools=TOOLS, **sandbox)
+        cfg = {**config(thread_id), "metadata": metadata}
+        out = graph.invoke({"task": "lock test"}, cfg, context=ctx)
         assert out["__interrupt__"][0].value["type"] == "plan_approval"
 
 
@@ -106,15 +123,20 @@ def wait_until(check: Callable[[], bool], procs: list[subprocess.Popen], what: s
 
 
 class Worker:
-    """Runs in their own process, each started on a signal (tests/integration/lock_worker.py)."""
+    """Runs in their own process, each started on a signal (tests/integration/lock_worker.py).
+
+    ``ws`` is the folder of the workspace ``WS`` (mode ``sync`` or ``async``; the process
+    inherits the test's workspace root) or, in mode ``cli``, the CLI's folder.
+    """
 
     def __init__(
         self, name: str, actions: str, db: str, ws: Path, tid: str, script: Path, mode: str
     ):
         self.name, self.ws = name, ws
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+        workspace = str(ws) if mode == "cli" else WS
+        env = {**os.environ, "PYTHONPATH": pythonpath()}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.lock_worker", name, actions, db, str(ws)]
+            [sys.executable, "-m", "tests.integration.lock_worker", name, actions, db, workspace]
             + [tid, str(script), mode],
             cwd=ROOT,
             env=env,
@@ -160,7 +182,7 @@ def test_two_processes_approving_one_plan_run_each_step_once(
 ):
     """The loser is refused at once; when the winner dies, the loser resumes the thread."""
     db, tid = database(kind, tmp_path, request), str(uuid.uuid4())
-    plan_and_stop_at_approval(db, tid, script, ws)
+    plan_and_stop_at_approval(db, tid, script)
     first = Worker("first", "approve", db, ws, tid, script, mode)
     second = Worker("second", "approve,resume", db, ws, tid, script, mode)
     procs = [first.proc, second.proc]
@@ -196,7 +218,7 @@ def test_two_processes_approving_one_plan_run_each_step_once(
     # the thread is intact: a late approval of the same plan finds it finished, runs nothing
     with sync_saver(db) as saver:
         graph = build_graph(checkpointer=saver, tools=TOOLS)
-        out = graph.invoke(APPROVE, config(tid), context=context(script, ws))
+        out = graph.invoke(APPROVE, config(tid), context=context(script))
     assert out["final"]["status"] == "succeeded"
     assert ends(ws) == ONCE
 
@@ -224,7 +246,7 @@ def two_graphs(kind: str, db: str) -> Iterator[tuple[Any, Any]]:
 )
 def test_two_threads_of_one_process_run_each_step_once(kind, tmp_path, ws, script, request):
     db, tid = database(kind, tmp_path, request), str(uuid.uuid4())
-    ctx = context(script, ws)
+    ctx = context(script)
     with two_graphs(kind, db) as (graph_a, graph_b):
         graph_a.invoke({"task": "lock test"}, config(tid), context=ctx)
         results: dict[str, Any] = {}
@@ -270,7 +292,7 @@ async def two_async_graphs(kind: str, db: str) -> AsyncIterator[tuple[Any, Any]]
 @pytest.mark.parametrize("kind", ["memory", "sqlite", "sqlite-two-savers", "postgres"])
 async def test_two_tasks_of_one_event_loop_run_each_step_once(kind, tmp_path, ws, script, request):
     db, tid = database(kind, tmp_path, request), str(uuid.uuid4())
-    ctx = context(script, ws)
+    ctx = context(script)
     async with two_async_graphs(kind, db) as (graph_a, graph_b):
         await graph_a.ainvoke({"task": "lock test"}, config(tid), context=ctx)
         first = asyncio.create_task(graph_a.ainvoke(APPROVE, config(tid), context=ctx))
@@ -291,10 +313,10 @@ async def test_two_tasks_of_one_event_loop_run_each_step_once(kind, tmp_path, ws
 
 
 def test_a_run_that_raises_or_is_closed_early_releases_its_thread(tmp_path, ws, script):
-    tid, ctx = str(uuid.uuid4()), context(script, ws)
+    tid, ctx = str(uuid.uuid4()), context(script)
     with sqlite_saver(tmp_path / "runs.sqlite") as saver:
         graph = build_graph(checkpointer=saver, tools=TOOLS)
-        broken = Context(planner_model="scripted:/no/such/replies.json", workspace=str(ws))
+        broken = Context(planner_model="scripted:/no/such/replies.json", workspace=WS)
         with pytest.raises(Exception, match="replies.json"):  # the planner node raises
             graph.invoke({"task": "lock test"}, config(tid), context=broken)
 
@@ -316,7 +338,7 @@ def test_a_run_that_raises_or_is_closed_early_releases_its_thread(tmp_path, ws, 
 
 
 async def test_an_async_run_closed_early_or_cancelled_releases_its_thread(tmp_path, ws, script):
-    tid, ctx = str(uuid.uuid4()), context(script, ws)
+    tid, ctx = str(uuid.uuid4()), context(script)
     async with async_sqlite_saver(tmp_path / "runs.sqlite") as saver:
         graph = build_graph(checkpointer=saver, tools=TOOLS)
         stream = graph.astream({"task": "lock test"}, config(tid), context=ctx)
@@ -344,7 +366,7 @@ def test_a_nested_call_runs_inside_the_run_that_holds_the_thread(ws, script):
     outer.add_node("inner", build_graph(tools=TOOLS))
     outer.add_edge(START, "inner")
     graph = admit(outer.compile(checkpointer=InMemorySaver()))
-    tid, ctx = str(uuid.uuid4()), context(script, ws)
+    tid, ctx = str(uuid.uuid4()), context(script)
     out = graph.invoke({"task": "lock test"}, config(tid), context=ctx)
     assert out["__interrupt__"][0].value["type"] == "plan_approval"
     assert graph.invoke(APPROVE, config(tid), context=ctx)["final"]["status"] == "succeeded"
@@ -354,14 +376,16 @@ def test_a_nested_call_runs_inside_the_run_that_holds_the_thread(ws, script):
 # -- the CLI -----------------------------------------------------------------------------------
 
 
-def test_cli_resume_of_a_busy_thread_says_so_in_one_line(tmp_path, ws, script, monkeypatch):
+def test_cli_resume_of_a_busy_thread_says_so_in_one_line(tmp_path, script, monkeypatch):
+    """A CLI thread (in the folder `planexec run` chose for it) runs in another process."""
     monkeypatch.chdir(tmp_path)
     db, tid = str(tmp_path / "runs.sqlite"), str(uuid.uuid4())
+    ws = tmp_path / "planexec-runs" / tid  # the CLI's default folder for the thread
     slow = json.loads(json.dumps(PLAN))
     slow["steps"][0]["args"]["seconds"] = 3.0  # the CLI's resume surely comes while it runs
     script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": slow}]}]))
-    plan_and_stop_at_approval(db, tid, script, ws)
-    holder = Worker("holder", "approve", db, ws, tid, script, "async")
+    plan_and_stop_at_approval(db, tid, script, cli_folder=ws)
+    holder = Worker("holder", "approve", db, ws, tid, script, "cli")
     wait_until(holder.ready, [holder.proc], "worker ready")
     holder.go()
     wait_until(started(ws, "one"), [holder.proc], "the holder's step 1 started")
@@ -383,7 +407,13 @@ def test_cli_resume_of_a_busy_thread_says_so_in_one_line(tmp_path, ws, script, m
 
 
 @pytest.fixture(scope="module")
-def lock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def lock_server_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The operator's workspace root of the served graph (PLANEXEC_WORKSPACE_ROOT)."""
+    return tmp_path_factory.mktemp("lock-server-root")
+
+
+@pytest.fixture(scope="module")
+def lock_server(tmp_path_factory: pytest.TempPathFactory, lock_server_root: Path) -> Iterator[str]:
     """``langgraph dev`` serving planexec with the counting tool, as graph ``lockgraph``."""
     folder = tmp_path_factory.mktemp("lock-server")
     served = folder / "langgraph.json"
@@ -391,14 +421,15 @@ def lock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     served.write_text(
         json.dumps({"dependencies": [str(ROOT)], "graphs": {"lockgraph": f"{graph}:graph"}})
     )
-    with langgraph_dev(folder / "langgraph-dev.log", config=served) as url:
+    env = {"PLANEXEC_WORKSPACE_ROOT": str(lock_server_root), "PYTHONPATH": pythonpath()}
+    with langgraph_dev(folder / "langgraph-dev.log", env, config=served) as url:
         yield url
 
 
 @pytest.mark.server
 @pytest.mark.parametrize("strategy", ["reject", "enqueue", "interrupt", "rollback"])
 def test_server_second_run_on_a_busy_thread_follows_the_multitask_strategy(
-    lock_server, strategy, ws, script
+    lock_server, lock_server_root, strategy, script
 ):
     """The server serialises a thread's runs itself; planexec's lock never gets in its way.
 
@@ -407,7 +438,9 @@ def test_server_second_run_on_a_busy_thread_follows_the_multitask_strategy(
     flight still finishes its side effect (a thread cannot be killed), and the second run does
     that step again (``rollback`` also forgets every step the first run finished).
     """
-    ctx = {"planner_model": f"scripted:{script}", "workspace": str(ws)}
+    name = f"lock-{uuid.uuid4().hex[:8]}"  # one workspace of the server's root per test
+    ws = Sandbox.at(lock_server_root).workspace_path(name, None)
+    ctx = {"planner_model": f"scripted:{script}", "workspace": name}
     approve = {"resume": {"action": "approve"}}
 
     async def scenario() -> dict[str, Any]:
@@ -469,7 +502,7 @@ def test_a_broken_lock_connection_takes_its_locks_again(postgres_url):
 
 
 async def test_a_sync_run_on_an_async_saver_is_held_like_an_async_one(tmp_path, ws, script):
-    tid, ctx = str(uuid.uuid4()), context(script, ws)
+    tid, ctx = str(uuid.uuid4()), context(script)
     async with async_sqlite_saver(tmp_path / "runs.sqlite") as saver:
         graph = build_graph(checkpointer=saver, tools=TOOLS)
         await graph.ainvoke({"task": "lock test"}, config(tid), context=ctx)
