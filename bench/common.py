@@ -18,6 +18,8 @@ from planexec.tools import ToolRegistry
 
 # every benchmark thread works in its own folder under one throwaway root
 os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="planexec-bench-"))
+# benchmarks measure execution, not people: as the operator, they run without approvals
+os.environ.setdefault("PLANEXEC_APPROVAL", "never")
 
 
 @tool

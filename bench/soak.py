@@ -45,6 +45,7 @@ os.environ["SOAK_API_KEY"] = SECRET
 os.environ["SOAK_SERVICE_TOKEN"] = TOKEN
 WORK = Path(os.environ.get("SOAK_DIR") or tempfile.mkdtemp(prefix="planexec-soak-"))
 os.environ["PLANEXEC_WORKSPACE_ROOT"] = str(WORK / "root")
+os.environ["PLANEXEC_SCRIPTED_DIR"] = str(WORK)
 LEDGER = WORK / "ledger.txt"
 sys.path.insert(0, str(ROOT))
 

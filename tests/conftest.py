@@ -32,6 +32,14 @@ from tests.helpers import EXAMPLES  # noqa: E402
 WORKSPACE_NAME = "ws"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _scripted_models_allowed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Scripted model files may be read from this session's temp folders (and servers it starts)."""
+    os.environ["PLANEXEC_SCRIPTED_DIR"] = str(tmp_path_factory.getbasetemp())
+    yield
+    os.environ.pop("PLANEXEC_SCRIPTED_DIR", None)
+
+
 @pytest.fixture(autouse=True)
 def workspace_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The operator's workspace root (and one-folder outputs) of every test: its own temp dir."""

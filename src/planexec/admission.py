@@ -12,6 +12,7 @@ exactly as it was.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -22,8 +23,8 @@ from pydantic import ValidationError
 
 from planexec.context import Context
 from planexec.errors import PlanexecError
-from planexec.plan import Plan
-from planexec.state import InputState, OutputState, State
+from planexec.plan import Plan, to_doc
+from planexec.state import InputState, OutputState, PlanDoc, State
 from planexec.storable import unstorable_reason
 from planexec.thread_lock import ahold, hold
 
@@ -34,20 +35,29 @@ class InvalidInputError(PlanexecError, ValueError):
     """What a caller sent cannot be accepted; nothing was stored and the thread is unchanged."""
 
 
-def check_input(value: Any) -> None:
-    """Refuse a run's input (a task, or a ``Command``) that cannot be accepted as it is."""
+def check_input(value: Any) -> Any:
+    """Refuse a run's input (a task, or a ``Command``) that cannot be accepted as it is.
+
+    Return the input to run: the same, with an edited plan in its canonical form.
+    """
     if value is None:
-        return
+        return None
     if isinstance(value, Command):
-        if value.resume is None and value.update is None and not value.goto:
+        if value.goto or value.graph is not None:
+            raise InvalidInputError(
+                "planexec routes its own runs: a Command may carry resume= and update=, not "
+                "goto= or graph= (resume with Command(resume=answer), edit with update_state)"
+            )
+        if value.resume is None and value.update is None:
             raise InvalidInputError(
                 "the Command carries nothing: resume with Command(resume=answer)"
             )
         if value.resume is not None:
             _check_storable(value.resume, "the resume answer")
         if value.update is not None:
-            _check_edit(value.update, "the command's state update")
-        return
+            update = _check_edit(value.update, "the command's state update")
+            return dataclasses.replace(value, update=update)
+        return value
     if not isinstance(value, dict):
         raise InvalidInputError(
             f"a run starts from {{'task': '...'}}, not from a {type(value).__name__}"
@@ -60,6 +70,7 @@ def check_input(value: Any) -> None:
             f"the task is {len(task):,} characters long; at most {MAX_TASK_CHARS:,} are accepted"
         )
     _check_storable(value, "the input")
+    return value
 
 
 EDITABLE = frozenset({"task", "plan", "feedback"})
@@ -72,16 +83,25 @@ before it runs.
 """
 
 
-def check_updates(supersteps: Sequence[Sequence[StateUpdate]]) -> None:
-    """Refuse ``update_state`` values that cannot be stored or touch planexec's own records."""
-    for superstep in supersteps:
-        for update in superstep:
-            _check_edit(update[0], "the state update")
+def check_updates(
+    supersteps: Sequence[Sequence[StateUpdate]],
+) -> list[list[StateUpdate]]:
+    """Refuse ``update_state`` values that cannot be stored or touch planexec's own records.
+
+    Return the updates to apply: the same, with an edited plan in its canonical form.
+    """
+    return [
+        [
+            StateUpdate(_check_edit(update[0], "the state update"), *update[1:])
+            for update in superstep
+        ]
+        for superstep in supersteps
+    ]
 
 
-def _check_edit(values: Any, what: str) -> None:
+def _check_edit(values: Any, what: str) -> dict[str, Any] | None:
     if values is None:
-        return
+        return None
     if isinstance(values, list | tuple) and all(
         isinstance(v, tuple) and len(v) == 2 for v in values
     ):
@@ -101,11 +121,17 @@ def _check_edit(values: Any, what: str) -> None:
     if "feedback" in values and not isinstance(values["feedback"], str | None):
         raise InvalidInputError(f"{what}: 'feedback' must be text")
     if "plan" in values and values["plan"] is not None:
-        _check_plan_document(values["plan"], what)
+        return {**values, "plan": canonical_plan(values["plan"], what)}
+    return dict(values)
 
 
-def _check_plan_document(plan: Any, what: str) -> None:
-    """Refuse a plan edit that is not a plan document; tools are checked at approval."""
+def canonical_plan(plan: Any, what: str) -> PlanDoc:
+    """Return an edited plan document in the form planexec stores and runs, or refuse it.
+
+    Types are checked strictly (a step id is an integer, not ``"1"`` or ``1.0``), and fields
+    left out get their defaults, so what is validated, shown, hashed and run is one value.
+    Tools and dependencies are checked at approval, with the run's tools and limits.
+    """
     if not isinstance(plan, dict):
         raise InvalidInputError(
             f"{what}: 'plan' must be a plan document, not {type(plan).__name__}"
@@ -114,13 +140,16 @@ def _check_plan_document(plan: Any, what: str) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise InvalidInputError(f"{what}: the plan needs a positive integer 'version'")
     try:
-        Plan.model_validate({k: v for k, v in plan.items() if k != "version"})
+        content = Plan.model_validate(
+            {k: v for k, v in plan.items() if k != "version"}, strict=True
+        )
     except ValidationError as exc:
         details = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'plan'}: {e['msg']}"
             for e in exc.errors(include_url=False)
         )
         raise InvalidInputError(f"{what}: the plan is not a plan document ({details})") from None
+    return to_doc(content, version=version)
 
 
 def _check_storable(value: Any, what: str) -> None:
@@ -138,7 +167,7 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """Check the input, hold the thread, then stream the run (``invoke`` comes here)."""
-        check_input(input)
+        input = check_input(input)
         with hold(self, config):
             yield from super().stream(input, config, **kwargs)
 
@@ -146,7 +175,7 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """Check the input, hold the thread, then stream the run (``ainvoke``, the server)."""
-        check_input(input)
+        input = check_input(input)
         async with ahold(self, config):
             async for part in super().astream(input, config, **kwargs):
                 yield part
@@ -155,17 +184,17 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Check state edits (``update_state`` comes here), then apply them."""
-        check_updates(supersteps)
+        updates = check_updates(supersteps)
         with hold(self, config):
-            return super().bulk_update_state(config, supersteps)
+            return super().bulk_update_state(config, updates)
 
     async def abulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]
     ) -> RunnableConfig:
         """Check state edits (``aupdate_state`` and the server's state edits), then apply."""
-        check_updates(supersteps)
+        updates = check_updates(supersteps)
         async with ahold(self, config):
-            return await super().abulk_update_state(config, supersteps)
+            return await super().abulk_update_state(config, updates)
 
 
 def admit(compiled: CompiledStateGraph[State, Context, InputState, OutputState]) -> PlanexecGraph:

@@ -134,14 +134,16 @@ class Session:
         table = Table(
             title=f"Plan v{plan['version']}: {escape(plan['goal'])}", title_justify="left"
         )
-        for column in ("id", "tool", "description", "after", "status"):
+        for column in ("id", "tool", "args", "description", "after", "status"):
             table.add_column(column, overflow="fold")
-        for step in plan["steps"]:
+        for step in plan["steps"]:  # every field the approval's digest covers is shown
             status = records.get(str(step["id"]), {}).get("status", "pending")
+            expected = step.get("expected_output") or ""
             table.add_row(
                 str(step["id"]),
                 tool_cell(step),
-                escape(step["description"]),
+                escape(json.dumps(step["args"], ensure_ascii=False)),
+                escape(step["description"] + (f" → {expected}" if expected else "")),
                 ", ".join(map(str, step["depends_on"])) or "-",
                 f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
             )
@@ -372,7 +374,8 @@ async def _run(
     session.thread_id = thread_id
     session.out.print(f"thread {thread_id} · workspace {sandbox.root}")
     async with open_saver(db) as saver:
-        graph = build_graph(checkpointer=saver, sandbox=sandbox)
+        # the CLI's user is the operator of their own runs: --approval sets the policy
+        graph = build_graph(checkpointer=saver, sandbox=sandbox, approval=context.approval)
         if (await graph.aget_state(config)).values:
             raise UserError(f"thread {thread_id} already exists; use `planexec resume {thread_id}`")
         first: Any = {"task": task or (doc["goal"] if doc else "")}
@@ -498,7 +501,7 @@ async def _resume(thread_id: str, db: str, session: Session) -> int:
         if not state.next:
             session.out.print(f"thread {thread_id} has already finished")
             return report(state.values, thread_id, str(sandbox.root), session)
-        graph = build_graph(checkpointer=saver, sandbox=sandbox)
+        graph = build_graph(checkpointer=saver, sandbox=sandbox, approval=context.approval)
         values = await drive(graph, config, context, None, session)
     return report(values, thread_id, str(sandbox.root), session)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
-from typing import Any
+from typing import Any, cast, get_args
 
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -18,8 +18,10 @@ from langgraph.types import RetryPolicy
 
 from planexec import routing
 from planexec.admission import PlanexecGraph, admit
-from planexec.context import Context
-from planexec.nodes import approval, evaluator, executor, finalizer, planner, replanner
+from planexec.context import ApprovalPolicy, Context
+from planexec.errors import ConfigurationError
+from planexec.nodes import approval as approval_node
+from planexec.nodes import evaluator, executor, finalizer, planner, replanner
 from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
@@ -29,6 +31,8 @@ from planexec.transient import is_transient
 # LangGraph sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how
 # many steps run at once. Threads are made only as tasks need them. Callers' values win.
 RUN_DEFAULTS: RunnableConfig = {"max_concurrency": 1024, "recursion_limit": 200}
+
+POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
 
 MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient)
 """The one retry layer of model nodes: 3 attempts (the OpenAI client itself does not retry)."""
@@ -42,8 +46,12 @@ def build_graph(
     name: str = "planexec",
     workspace_root: str | os.PathLike[str] | None = None,
     sandbox: Sandbox | None = None,
+    approval: ApprovalPolicy | None = None,
 ) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools.
+
+    ``approval`` is the operator's approval policy (else ``$PLANEXEC_APPROVAL``, else
+    ``first``): a run's context may ask for a stricter one (``always``), never a looser one.
 
     Runs' files live under ``workspace_root`` (else ``$PLANEXEC_WORKSPACE_ROOT``, else
     ``./planexec-workspaces``): each thread in a folder of its own unless its context names a
@@ -60,7 +68,16 @@ def build_graph(
     builder.add_node(
         "planner", partial(planner.plan, tools=registry, sandbox=box), retry_policy=MODEL_RETRY
     )
-    builder.add_node("approval", partial(approval.review, tools=registry))
+    policy = approval or os.environ.get("PLANEXEC_APPROVAL") or "first"
+    if policy not in POLICIES:
+        raise ConfigurationError(
+            f"approval policy {policy!r} (build_graph or PLANEXEC_APPROVAL) is not one of "
+            f"{', '.join(POLICIES)}"
+        )
+    builder.add_node(
+        "approval",
+        partial(approval_node.review, tools=registry, operator_policy=cast(ApprovalPolicy, policy)),
+    )
     builder.add_node(
         "executor",
         RunnableLambda(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
+from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -40,7 +41,7 @@ def provider_model(spec: str) -> BaseChatModel:
     if provider == "scripted":
         from planexec.scripted import ScriptedChatModel
 
-        return ScriptedChatModel.from_file(name)
+        return ScriptedChatModel.from_file(scripted_path(name))
     if provider == "openai":
         if not os.environ.get("OPENAI_API_KEY"):
             raise ConfigurationError(MISSING_KEY)
@@ -48,6 +49,37 @@ def provider_model(spec: str) -> BaseChatModel:
     raise ConfigurationError(
         f"unknown model provider {provider!r} in {spec!r}: use openai:MODEL or scripted:PATH"
     )
+
+
+SCRIPTED_DIR_ENV = "PLANEXEC_SCRIPTED_DIR"
+MAX_SCRIPT_BYTES = 10 * 1024 * 1024
+
+
+def scripted_path(name: str) -> str:
+    """Return the path of a recorded-reply file a run names, if the operator allows it.
+
+    A run's context can come from any client of the server, so ``scripted:PATH`` may only
+    name a regular file of at most 10 MB inside the folder the operator sets in
+    ``$PLANEXEC_SCRIPTED_DIR``; without it scripted models are off. Nothing else is read.
+    """
+    allowed = os.environ.get(SCRIPTED_DIR_ENV)
+    if not allowed:
+        raise ConfigurationError(
+            f"scripted models are off: the operator enables them by setting {SCRIPTED_DIR_ENV} "
+            "to the folder that holds recorded replies"
+        )
+    root = Path(allowed).resolve()
+    path = Path(name).resolve()
+    if not path.is_relative_to(root):
+        raise ConfigurationError(
+            f"scripted model file {name!r} is outside {SCRIPTED_DIR_ENV} ({root})"
+        )
+    if not path.is_file() or path.stat().st_size > MAX_SCRIPT_BYTES:
+        raise ConfigurationError(
+            f"scripted model file {name!r} is not a regular file of at most "
+            f"{MAX_SCRIPT_BYTES // 2**20} MB"
+        )
+    return str(path)
 
 
 @lru_cache(maxsize=16)

@@ -316,9 +316,12 @@ def _sha256_of(content: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def step_digest(step: StepDoc | dict[str, Any]) -> str:
-    """Return the SHA-256 of one step's content; a step record is valid only for that content."""
-    return _sha256_of(step)
+def step_digest(step: StepDoc | dict[str, Any], goal: str) -> str:
+    """Return the SHA-256 of one step's content; a step record is valid only for that content.
+
+    A tool-less step's model also sees the plan's goal, so its digest covers the goal too.
+    """
+    return _sha256_of(step if step.get("tool") else {"goal": goal, "step": step})
 
 
 def plan_digest(plan: PlanDoc | dict[str, Any]) -> str:
@@ -349,7 +352,7 @@ def current_records(plan: PlanDoc, records: dict[str, StepRecord]) -> dict[str, 
         if (
             rec is not None
             and finished
-            and rec.get("step_digest") == step_digest(step)
+            and rec.get("step_digest") == step_digest(step, plan["goal"])
             and all(d in valid for d in step["depends_on"])
         ):
             valid.add(step["id"])

@@ -39,24 +39,26 @@ class PlanDoc(TypedDict):
 
 
 class ApprovedPlan(TypedDict):
-    """The one plan the executor may run: its version and content digest, and who approved it.
-
-    ``tools`` are the tools approved so far for this task (the ``first`` policy lets a
-    replanner's revision run without asking only if it adds no side-effecting tool).
-    """
+    """The one plan the executor may run: its version and content digest, and who approved it."""
 
     version: int
     digest: str
     by: Literal["reviewer", "policy"]
-    tools: list[str]
 
 
-class ProposedPlan(TypedDict):
-    """Which node made the current plan (and the digest it had then)."""
+class ProposedPlan(TypedDict, total=False):
+    """Which node made the current plan, and the digest it had then.
+
+    A replanner's revision also names the plan it revised (``base``) and the steps it added
+    (``added``): the ``first`` policy lets it run unasked only if it revised the approved plan
+    and added no step that may call a side-effecting tool.
+    """
 
     version: int
     digest: str
     by: Literal["planner", "replanner", "reviewer"]
+    base: str
+    added: list[int]
 
 
 class ApprovalRecord(TypedDict, total=False):

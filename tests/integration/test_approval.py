@@ -101,8 +101,9 @@ def test_cancel_ends_without_running_anything(graph, use_models, ctx):
     assert all(r["status"] == "pending" for r in out["steps"].values())
 
 
-def test_policy_never_runs_without_asking(graph, use_models, ctx):
+def test_policy_never_runs_without_asking(use_models, ctx):
     use_models(planner=scripted(plan_reply(first_plan())))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), approval="never")
     out = graph.invoke({"task": "x"}, thread(), context=ctx(approval="never"))
     assert "__interrupt__" not in out
     assert out["final"]["status"] == "succeeded"

@@ -77,7 +77,9 @@ def test_a_plan_edited_into_state_at_the_interrupt_must_be_approved(graph, use_m
     out = resume(graph, ctx, config, {"action": "approve", "digest": asked["digest"]})
     again = out["__interrupt__"][0].value
     assert "approval" in graph.get_state(config).next
-    assert again["digest"] == plan_digest(sneaky) != asked["digest"]
+    stored = graph.get_state(config).values["plan"]  # the edit, in its canonical form
+    assert stored["steps"][0]["args"] == {"text": "never shown"}
+    assert again["digest"] == plan_digest(stored) != asked["digest"]
     assert again["origin"] == "state edit"
     assert "digest" in again["error"]
     assert CALLS == []
@@ -232,3 +234,104 @@ def test_a_plan_edited_in_as_the_executor_is_neither_run_nor_reported_as_done(
     out = graph.invoke(None, config, context=ctx())
     again = out["__interrupt__"][0].value  # back at approval, not "succeeded" on stale results
     assert again["error"].startswith("PlanNotApprovedError:") and CALLS == ["first task"]
+
+
+# Found by a hostile review: each of these ran an unapproved step before it was fixed.
+def test_a_command_cannot_route_around_the_approval(graph, use_models, ctx):
+    from langgraph.types import Send
+
+    use_models(planner=scripted(plan_reply(READ)))
+    config = thread()
+    asked = ask(graph, ctx, config)
+    evil = {**asked["plan"], "steps": [step(1, "record", {"text": "forged"})]}
+    forged = {"plan": evil, "approved": {"version": 1, "digest": plan_digest(evil), "by": "x"}}
+    for command in (
+        Command(goto=Send("executor", {"task": "t", **forged})),
+        Command(goto="executor"),
+        Command(update={"task": "new"}, goto="replanner"),
+    ):
+        with pytest.raises(InvalidInputError, match="routes its own runs"):
+            graph.invoke(command, config, context=ctx())
+    assert CALLS == [] and graph.get_state(config).next == ("approval",)
+
+
+FAILS = {"path": "../outside.txt", "content": "x"}  # the workspace refuses it: the step fails
+
+
+def test_a_replan_of_a_plan_edited_after_approval_needs_a_human(graph, use_models, ctx):
+    v1 = plan_of(step(1, "record", {"text": "approved"}), step(2, "write_file", FAILS))
+    revision = plan_of(step(3, "record", {"text": "never approved"}))
+    use_models(planner=scripted(plan_reply(v1), plan_reply(revision)))
+    config = thread()
+    asked = ask(graph, ctx, config)
+    done = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx(max_replans=0))
+    assert done["final"]["status"] == "partial" and CALLS == ["approved"]
+    edited = {**graph.get_state(config).values["plan"], "goal": "something else entirely"}
+    graph.update_state(config, {"plan": edited}, as_node="executor")
+    out = graph.invoke(None, config, context=ctx(max_replans=2))
+    assert "__interrupt__" in out, "a revision of an unapproved plan ran unasked"
+    assert CALLS == ["approved"] and asked["version"] == 1
+
+
+def test_a_revision_adding_a_side_effecting_step_needs_a_human(graph, use_models, ctx, workspace):
+    v1 = plan_of(
+        step(1, "write_file", {"path": "a.txt", "content": "approved"}),
+        step(2, "write_file", FAILS),
+    )
+    revision = plan_of(step(3, "write_file", {"path": "z.txt", "content": "never shown"}))
+    use_models(planner=scripted(plan_reply(v1), plan_reply(revision)))
+    config = thread()
+    ask(graph, ctx, config)
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    assert out["__interrupt__"][0].value["version"] == 2
+    assert (workspace / "a.txt").exists() and not (workspace / "z.txt").exists()
+
+
+def test_a_client_cannot_lower_the_operators_approval_policy(graph, use_models, ctx):
+    use_models(planner=scripted(plan_reply(READ), plan_reply(READ)))
+    config = thread()
+    ask(graph, ctx, config)
+    resume(graph, ctx, config, {"action": "launch"})  # refused: asked again
+    out = graph.invoke(None, config, context=ctx(approval="never"))
+    assert "__interrupt__" in out and CALLS == []
+    out = graph.invoke({"task": "again"}, thread(), context=ctx(approval="never"))
+    assert "__interrupt__" in out and CALLS == []
+
+
+def test_a_version_does_not_name_a_plan_changed_by_a_state_edit(graph, use_models, ctx):
+    use_models(planner=scripted(plan_reply(READ)))
+    config = thread()
+    asked = ask(graph, ctx, config)
+    same_version = {**asked["plan"], "steps": [step(1, "record", {"text": "swapped"})]}
+    graph.update_state(config, {"plan": same_version})
+    out = resume(graph, ctx, config, {"action": "approve", "version": asked["version"]})
+    assert "answer with its digest" in out["__interrupt__"][0].value["error"] and CALLS == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"depends_on": ["1"]}, {"id": 1.0}, {"id": True}, {"args": "text"}],
+    ids=["string-dep", "float-id", "bool-id", "args-not-dict"],
+)
+def test_a_plan_edit_with_loose_types_is_refused(graph, use_models, ctx, bad):
+    use_models(planner=scripted(plan_reply(READ)))
+    config = thread()
+    asked = ask(graph, ctx, config)
+    second = {**step(2, "record", {"text": "b"}), **bad}
+    with pytest.raises(InvalidInputError, match="not a plan document"):
+        graph.update_state(config, {"plan": {**asked["plan"], "steps": [READ["steps"][0], second]}})
+    assert graph.get_state(config).values["plan"] == asked["plan"]
+
+
+def test_scripted_models_read_only_the_operators_folder(use_models, ctx, tmp_path, monkeypatch):
+    from planexec import models
+    from planexec.errors import ConfigurationError
+
+    outside = tmp_path.parent.parent / "elsewhere.json"
+    with pytest.raises(ConfigurationError, match="outside PLANEXEC_SCRIPTED_DIR"):
+        models.provider_model(f"scripted:{outside}")
+    with pytest.raises(ConfigurationError, match="outside PLANEXEC_SCRIPTED_DIR"):
+        models.provider_model("scripted:/etc/passwd")
+    monkeypatch.delenv("PLANEXEC_SCRIPTED_DIR")
+    with pytest.raises(ConfigurationError, match="scripted models are off"):
+        models.provider_model(f"scripted:{tmp_path / 'x.json'}")

@@ -38,6 +38,12 @@ CLIENT_PATHS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _operator_runs_without_approvals(monkeypatch):
+    """These tests are about folders, not approvals: the operator's policy is "never"."""
+    monkeypatch.setenv("PLANEXEC_APPROVAL", "never")
+
+
 def config_of(thread_id: object) -> dict:
     return {"configurable": {"thread_id": thread_id}}
 

@@ -28,11 +28,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from planexec.context import Context, context_of
+from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.plan import (
     PlanValidationError,
     plan_digest,
     plan_tools,
+    step_tools,
     to_doc,
     topological_order,
     validate_plan,
@@ -124,36 +125,50 @@ def plan_problems(plan: PlanDoc, tools: ToolRegistry, max_steps: int) -> list[st
     return []
 
 
-def needs_approval(state: State, ctx: Context, tools: ToolRegistry, digest: str) -> bool:
+POLICY_ORDER: dict[ApprovalPolicy, int] = {"never": 0, "first": 1, "always": 2}
+
+
+def effective_policy(operator: ApprovalPolicy, requested: ApprovalPolicy) -> ApprovalPolicy:
+    """Return the stricter of the operator's policy and the one a run asks for.
+
+    A run (its context, e.g. over the API) may ask for more approvals, never for fewer.
+    """
+    return max(operator, requested, key=POLICY_ORDER.__getitem__)
+
+
+def needs_approval(state: State, policy: ApprovalPolicy, tools: ToolRegistry, digest: str) -> bool:
     """Decide from the policy whether the current plan must be shown to a human.
 
-    ``first`` lets only a replanner's own revision (unchanged since the replanner wrote it) run
-    without asking, and only if it adds no side-effecting tool to those already approved.
+    ``first`` lets only a replanner's own revision run without asking: unchanged since the
+    replanner wrote it, made from the approved plan, and adding no step that may call a
+    side-effecting tool.
     """
-    if ctx.approval == "never":
+    if policy == "never":
         return False
-    if ctx.approval == "always":
+    if policy == "always":
         return True
     approved, proposed, plan = state.get("approved"), state.get("proposed"), state["plan"]
     assert plan is not None
-    if not approved or not proposed or proposed["by"] != "replanner":
+    if not approved or not proposed or proposed.get("by") != "replanner":
         return True
-    if proposed["digest"] != digest:
+    if proposed.get("digest") != digest or proposed.get("base") != approved["digest"]:
         return True
-    return any(t not in approved["tools"] and tools.has_side_effects(t) for t in plan_tools(plan))
+    added = set(proposed.get("added") or [])
+    return any(
+        tools.has_side_effects(t)
+        for step in plan["steps"]
+        if step["id"] in added
+        for t in step_tools(step)
+    )
 
 
 def _approved(
-    state: State, plan: PlanDoc, digest: str, action: Literal["approve", "edit", "auto"]
+    plan: PlanDoc, digest: str, action: Literal["approve", "edit", "auto"]
 ) -> dict[str, Any]:
-    earlier = state.get("approved")
     return {
         "approval": ApprovalRecord(action=action, version=plan["version"], digest=digest),
         "approved": ApprovedPlan(
-            version=plan["version"],
-            digest=digest,
-            by="policy" if action == "auto" else "reviewer",
-            tools=sorted(set(earlier["tools"] if earlier else []) | set(plan_tools(plan))),
+            version=plan["version"], digest=digest, by="policy" if action == "auto" else "reviewer"
         ),
     }
 
@@ -178,16 +193,27 @@ def request(
     }
 
 
-def review(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
-    """Ask the reviewer once about the current plan (unless the policy needs no one)."""
+def review(
+    state: State,
+    runtime: Runtime[Context],
+    *,
+    tools: ToolRegistry,
+    operator_policy: ApprovalPolicy = "first",
+) -> dict[str, Any]:
+    """Ask the reviewer once about the current plan (unless the policy needs no one).
+
+    The policy is the stricter of the operator's (``build_graph(approval=...)``) and the
+    run's context: a client can ask for more approvals, never for fewer.
+    """
     ctx = context_of(runtime.context)
+    policy = effective_policy(operator_policy, ctx.approval)
     plan = state["plan"]
     assert plan is not None
     digest = plan_digest(plan)
     limit = step_limit(state, ctx)
     problems = plan_problems(plan, tools, limit)
-    if not problems and not needs_approval(state, ctx, tools, digest):
-        return _approved(state, plan, digest, "auto")
+    if not problems and not needs_approval(state, policy, tools, digest):
+        return _approved(plan, digest, "auto")
     answer = interrupt(request(state, plan, digest, problems, tools))
     try:
         return _decide(state, plan, digest, problems, limit, answer, tools)
@@ -217,7 +243,7 @@ def _decide(
             for e in exc.errors(include_url=False)
         )
         raise AnswerRefused(f"answer not understood ({details}); expected {SHAPES}") from None
-    _check_names(decision.version, decision.digest, plan, digest)
+    _check_names(decision.version, decision.digest, plan, digest, state)
     record = ApprovalRecord(version=plan["version"], digest=digest)
     if isinstance(decision, Approve):
         if problems:
@@ -225,7 +251,7 @@ def _decide(
                 "this plan is invalid and cannot be approved (edit, reject or cancel it): "
                 + "; ".join(problems)
             )
-        return _approved(state, plan, digest, "approve")
+        return _approved(plan, digest, "approve")
     if isinstance(decision, Reject):
         return {
             "approval": ApprovalRecord(**record, action="reject"),
@@ -235,7 +261,7 @@ def _decide(
     if isinstance(decision, Cancel):
         return {"approval": ApprovalRecord(**record, action="cancel", reason=decision.reason)}
     edited = dict(decision.plan)
-    _check_names(edited.pop("version", None), edited.pop("digest", None), plan, digest)
+    _check_names(edited.pop("version", None), edited.pop("digest", None), plan, digest, state)
     try:
         new = validate_plan(edited, tools, max_steps=limit)
     except PlanValidationError as exc:
@@ -243,8 +269,19 @@ def _decide(
     return _apply_edit(state, plan, to_doc(new, version=plan["version"] + 1))
 
 
-def _check_names(version: Any, digest: Any, plan: PlanDoc, current: str) -> None:
-    """Refuse an answer that names a plan other than the one awaiting approval."""
+def _check_names(version: Any, digest: Any, plan: PlanDoc, current: str, state: State) -> None:
+    """Refuse an answer that names a plan other than the one awaiting approval.
+
+    A version names a plan only while it is as planexec proposed it: a state edit may keep
+    the version and change the content, so such a plan must be named by its digest.
+    """
+    proposed = state.get("proposed")
+    edited = not proposed or proposed.get("digest") != current
+    if version is not None and digest is None and edited:
+        raise AnswerRefused(
+            f"the plan awaiting approval was changed by a state edit after it was proposed, so "
+            f"its version does not identify it; answer with its digest {current}"
+        )
     if version is not None and version != plan["version"]:
         raise AnswerRefused(
             f"this answer is about plan version {version}, but version {plan['version']} "
@@ -281,7 +318,7 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
         else:
             records[str(step["id"])] = StepRecord(status="pending", attempts=0)
     return {
-        **_approved(state, new_plan, digest, "edit"),
+        **_approved(new_plan, digest, "edit"),
         "plan": new_plan,
         "proposed": ProposedPlan(version=new_plan["version"], digest=digest, by="reviewer"),
         "steps": {str(s["id"]): records[str(s["id"])] for s in new_plan["steps"]},

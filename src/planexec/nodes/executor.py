@@ -159,7 +159,7 @@ def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
         usage = add_usage(usage, res.get("usage"))
         before = (state.get("steps") or {}).get(str(res["id"]), {})  # as the evaluator left it
         records[str(res["id"])] = StepRecord(
-            step_digest=step_digest(steps[res["id"]]),
+            step_digest=step_digest(steps[res["id"]], plan["goal"]),
             status=res["status"],
             attempts=res["attempts"],
             started_at=res["started_at"],

@@ -144,7 +144,11 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         **base,
         "plan": new_plan,
         "proposed": ProposedPlan(
-            version=new_plan["version"], digest=plan_digest(new_plan), by="replanner"
+            version=new_plan["version"],
+            digest=plan_digest(new_plan),
+            by="replanner",
+            base=plan_digest(plan),
+            added=[s.id for s in new_steps],
         ),
         "steps": new_records,
         "evaluation": None,
