@@ -12,14 +12,19 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from planexec import Context, build_graph
+import planexec
+from planexec import Context
 from planexec.plan import to_doc, validate_plan
 from planexec.tools import ToolRegistry
 
 # every benchmark thread works in its own folder under one throwaway root
 os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="planexec-bench-"))
-# benchmarks measure execution, not people: as the operator, they run without approvals
-os.environ.setdefault("PLANEXEC_APPROVAL", "never")
+
+
+def build_graph(**kwargs: Any) -> Any:
+    """The planexec graph as benchmarks run it: they measure execution, not people, so as its
+    operator they allow runs without approvals (each run's context asks for "never")."""
+    return planexec.build_graph(approval="never", **kwargs)
 
 
 @tool
