@@ -25,7 +25,7 @@ PLAN = plan_of(
 
 
 def worker(action: str, db: str, ws: Path, threads: str, script: Path, mode: str):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return subprocess.Popen(
         [
             sys.executable,

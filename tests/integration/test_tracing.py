@@ -113,7 +113,7 @@ def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):
             "LANGSMITH_TRACING": "true",
             "LANGSMITH_API_KEY": "lsv2-fake-key-123",
             "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
-            "PYTHONPATH": str(ROOT),
+            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),  # this checkout
         }
         done = subprocess.run(
             [sys.executable, "-c", TRACED_RUN, str(tmp_path)],
