@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import contextvars
 import json
 import math
@@ -29,12 +28,21 @@ from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
 from pydantic import BaseModel, ValidationError
 
-from planexec import models, prompts
+from planexec import models, prompts, toolcalls
 from planexec.context import Context
 from planexec.errors import ToolError, TransientToolError
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
 from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
+from planexec.toolcalls import (
+    CallScope,
+    StepTimeout,
+    abandoned_of,
+    call_scope,
+    retries_timeouts,
+    run_in_thread,
+    within,
+)
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
 
@@ -272,49 +280,19 @@ def load_output(output: Any, workspace: Workspace) -> Any:
     return output
 
 
-def _is_async_tool(tool_: BaseTool) -> bool:
-    """Say whether a tool has its own async implementation (else it runs in a thread)."""
-    if hasattr(tool_, "coroutine"):  # StructuredTool and Tool wrap a function, maybe a coroutine
-        return tool_.coroutine is not None
-    return type(tool_)._arun is not BaseTool._arun
-
-
 async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
     """Run a blocking call in a daemon thread and await it; a hung call is abandoned, not joined."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            result, error = ctx.run(fn), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            result, error = None, exc
-        # an abandoned (timed-out) call's loop may be closed by now: then the result is dropped
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, fut, result, error)
-
-    threading.Thread(target=target, daemon=True, name="planexec-tool").start()
-    return await fut
-
-
-def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    if fut.done():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(result)
+    return await run_in_thread(fn)
 
 
 async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
-    """Invoke a tool: natively async tools on the loop, others in a daemon thread."""
-    if _is_async_tool(tool_):
-        return await tool_.ainvoke(args, config)
-    return await _in_daemon_thread(lambda: tool_.invoke(args, config))
+    """Invoke a tool in its own thread (async tools on their own loop): see ``toolcalls``."""
+    return await toolcalls.call_tool(tool_, args, config)
 
 
 def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, StepTimeout):
+        return str(exc)
     if isinstance(exc, TimeoutError):
         return "timed out"
     if isinstance(exc, ValidationError):
@@ -416,27 +394,35 @@ async def execute_step(
     }
     ctx = round_.context
     max_attempts = max(1, ctx.step_max_attempts)
+    tool_: BaseTool | None = None
+    scope = CallScope(round_.run_id, sid, ctx.max_abandoned_calls)
     attempts, error = 0, "not run"
     while attempts < max_attempts:
         attempts += 1
         try:
             async with round_.slots():  # at most max_parallel_steps attempts at once
-                with use_workspace(round_.workspace):
+                with use_workspace(round_.workspace), call_scope(scope):
                     if step["tool"] is None:
                         work = _model_step(step, args, inputs, round_, config, usage)
                     else:
-                        work = call_tool(round_.tools.get(step["tool"]), args, config)
-                    value = await asyncio.wait_for(work, ctx.step_timeout)
+                        tool_ = round_.tools.get(step["tool"])
+                        work = call_tool(tool_, args, config)
+                    value = await within(work, ctx.step_timeout)  # ends at the limit, always
                 output = await store_output(redact(jsonable(value), round_.secrets), round_, sid)
-        except TRANSIENT as exc:
+        except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
             error = _describe_error(exc)
-            if attempts < max_attempts:
+            if isinstance(exc, StepTimeout) and abandoned_of(round_.run_id, sid):
+                error += " (the call did not stop: abandoned, still running)"
+            transient = (
+                retries_timeouts(tool_)  # a local timeout is retried only if the tool says so
+                if isinstance(exc, StepTimeout)
+                else isinstance(exc, TRANSIENT)
+            )
+            if transient and attempts < max_attempts:
                 delay = ctx.retry_initial_interval * ctx.retry_backoff_factor ** (attempts - 1)
                 write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
                 await asyncio.sleep(delay)  # backoff outside the slot
                 continue
-        except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
-            error = _describe_error(exc)
         else:
             summary = summarize(output)
             write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
