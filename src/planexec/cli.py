@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import shutil
@@ -35,6 +36,7 @@ from planexec.graph import build_graph
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.state import PlanDoc, StepRecord
+from planexec.store_guard import describe
 from planexec.tools import default_registry
 
 app = typer.Typer(
@@ -352,7 +354,13 @@ def _context(
 
 
 def _guard(coro: Any) -> None:
-    """Run a command; a user's mistake prints one line and exits 2, never a traceback."""
+    """Run a command; a user's mistake or a database failure prints one line, never a traceback.
+
+    A database failure exits 2 like a mistake: the run stopped where its last saved checkpoint
+    is, and ``planexec resume`` continues it from there once the database is back.
+    """
+    # psycopg logs a warning of its own when a dead connection is torn down: one line is ours
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     try:
         code = asyncio.run(coro)
     except Paused as exc:
@@ -360,6 +368,13 @@ def _guard(coro: Any) -> None:
         raise typer.Exit(EXIT_FAILED) from None
     except (PlanexecError, OSError) as exc:
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {exc}")
+        raise typer.Exit(EXIT_ERROR) from None
+    except (psycopg.Error, sqlite3.Error) as exc:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"[red]error:[/] the run database failed ({describe(exc)}); what was saved before "
+            "is kept: continue with `planexec resume THREAD_ID` (the thread shown above) when "
+            "it works again"
+        )
         raise typer.Exit(EXIT_ERROR) from None
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

@@ -34,6 +34,7 @@ from planexec.errors import ToolError, TransientToolError
 from planexec.plan import ReferenceError_, iter_references, resolve_references
 from planexec.secrets import redact, secret_values
 from planexec.state import PlanDoc, RoleUsage, StepDoc, add_usage
+from planexec.store_guard import CheckpointStoreError, StoreGuard
 from planexec.toolcalls import (
     CallScope,
     StepTimeout,
@@ -103,6 +104,7 @@ class ExecutionRound:
     gate: DependencyGate
     allowed_tools: list[str]
     secrets: list[str] = field(default_factory=secret_values)
+    store: StoreGuard = field(default_factory=StoreGuard.disabled)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -357,7 +359,11 @@ async def _model_step(
 async def execute_step(
     step: StepDoc, deps: dict[int, dict[str, Any]], round_: ExecutionRound
 ) -> dict[str, Any]:
-    """Run one step whose dependencies have all finished; never raises."""
+    """Run one step whose dependencies have all finished.
+
+    A step's failure is its outcome; the only exception is :class:`CheckpointStoreError`,
+    raised before an attempt starts once the checkpoint store has failed.
+    """
     sid = step["id"]
     raw_write = get_stream_writer()
 
@@ -401,6 +407,7 @@ async def execute_step(
         attempts += 1
         try:
             async with round_.slots():  # at most max_parallel_steps attempts at once
+                await round_.store.check()  # no attempt starts once checkpoint writes fail
                 with use_workspace(round_.workspace), call_scope(scope):
                     if step["tool"] is None:
                         work = _model_step(step, args, inputs, round_, config, usage)
@@ -409,6 +416,8 @@ async def execute_step(
                         work = call_tool(tool_, args, config)
                     value = await within(work, ctx.step_timeout)  # ends at the limit, always
                 output = await store_output(redact(jsonable(value), round_.secrets), round_, sid)
+        except CheckpointStoreError:
+            raise  # the step did not start; the executor node stops the run
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
             error = _describe_error(exc)
             if isinstance(exc, StepTimeout) and abandoned_of(round_.run_id, sid):
@@ -456,8 +465,12 @@ def run_step_blocking(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
 
 
 async def run_step_async(step: StepDoc, round_: ExecutionRound) -> dict[str, Any]:
-    """Body of the async step task: await dependencies on the loop, then run the step."""
+    """Body of the async step task: await dependencies on the loop, then run the step.
+
+    Raises :class:`CheckpointStoreError`, recording nothing, once the store has failed.
+    """
     deps = await round_.gate.wait_async(step["depends_on"])
+    round_.store.raise_if_failed()  # neither run nor skipped: its record could not be kept
     result = await execute_step(step, deps, round_)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
     return result
