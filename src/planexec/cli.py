@@ -36,7 +36,7 @@ from planexec.graph import build_graph
 from planexec.persistence import async_postgres_saver, async_sqlite_saver
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.state import PlanDoc, StepRecord
-from planexec.store_guard import describe
+from planexec.store_guard import CheckpointStoreError, describe
 from planexec.tools import default_registry
 
 app = typer.Typer(
@@ -366,6 +366,12 @@ def _guard(coro: Any) -> None:
     except Paused as exc:
         Console(stderr=True, highlight=False, soft_wrap=True).print(str(exc))
         raise typer.Exit(EXIT_FAILED) from None
+    except CheckpointStoreError as exc:
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"[red]error:[/] {exc} Continue with `planexec resume THREAD_ID` (the thread shown "
+            "above)."
+        )
+        raise typer.Exit(EXIT_ERROR) from None
     except (PlanexecError, OSError) as exc:
         Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/] {exc}")
         raise typer.Exit(EXIT_ERROR) from None

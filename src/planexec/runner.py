@@ -401,7 +401,7 @@ async def execute_step(
     ctx = round_.context
     max_attempts = max(1, ctx.step_max_attempts)
     tool_: BaseTool | None = None
-    scope = CallScope(round_.run_id, sid, ctx.max_abandoned_calls)
+    scope = CallScope(round_.run_id, sid, max(1, ctx.max_abandoned_calls))
     attempts, error = 0, "not run"
     while attempts < max_attempts:
         attempts += 1

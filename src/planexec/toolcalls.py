@@ -1,8 +1,9 @@
 """Tool calls off the event loop: a timeout ends the wait whatever the tool does.
 
-Every tool call runs in its own daemon thread; an async tool runs there on its own event loop,
-so a tool that blocks (``time.sleep``, a CPU loop, a blocking driver) stalls only itself, never
-the loop that runs the other steps (under ``invoke``, ``ainvoke`` and the LangGraph server).
+Every tool call runs on a daemon worker thread of its own (:mod:`planexec.workers`); an async
+tool runs there on the worker's event loop, so a tool that blocks (``time.sleep``, a CPU loop,
+a blocking driver) stalls only itself, never the loop that runs the other steps (under
+``invoke``, ``ainvoke`` and the LangGraph server).
 The caller awaits a plain future, so cancelling the caller (a timeout) returns at once even if
 the tool swallows ``CancelledError`` or never yields.
 
@@ -27,6 +28,7 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from planexec import workers
 from planexec.errors import ToolError
 
 RETRY_ON_TIMEOUT = "retry_on_timeout"
@@ -118,11 +120,12 @@ def abandoned_calls() -> list[AbandonedCall]:
 
 
 class _OffLoopCall:
-    """One call in its own daemon thread; an async function gets its own event loop there."""
+    """One call on a worker thread of its own; an async function runs on the worker's loop."""
 
-    def __init__(self, name: str, scope: CallScope | None) -> None:
+    def __init__(self, name: str, scope: CallScope | None, *, counted: bool = True) -> None:
         self.name = name
         self.scope = scope
+        self.counted = counted
         self.started_at = time.time()
         self._lock = threading.Lock()
         self._finished = False
@@ -134,7 +137,7 @@ class _OffLoopCall:
     def start(
         self, sync_fn: Callable[[], Any] | None, make: Callable[[], Coroutine[Any, Any, Any]] | None
     ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
-        """Start the thread; return (the result, the end of the thread) as futures of this loop."""
+        """Hand the call to a worker; return (its result, its end) as futures of this loop."""
         caller = asyncio.get_running_loop()
         result: asyncio.Future[Any] = caller.create_future()
         ended: asyncio.Future[None] = caller.create_future()
@@ -145,50 +148,34 @@ class _OffLoopCall:
             with contextlib.suppress(RuntimeError):
                 caller.call_soon_threadsafe(_settle, fut, value, exc)
 
-        def target() -> None:
+        def job(worker: workers.Worker) -> None:
             try:
                 if make is not None:
-                    self._run_on_own_loop(make, ctx, lambda v, e: settle(result, v, e))
-                    return
-                assert sync_fn is not None
-                try:
-                    value = ctx.run(sync_fn)
-                except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-                    settle(result, None, exc)
+                    value = worker.run_coroutine(self._body(make), ctx)
                 else:
-                    settle(result, value, None)
+                    assert sync_fn is not None
+                    value = ctx.run(sync_fn)
+            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+                settle(result, None, exc)
+            else:
+                settle(result, value, None)
             finally:
                 self._finish()
                 settle(ended, None, None)
 
-        threading.Thread(target=target, daemon=True, name=f"planexec-tool-{self.name}").start()
+        workers.lease().submit(job)
         return result, ended
 
-    def _run_on_own_loop(
-        self,
-        make: Callable[[], Coroutine[Any, Any, Any]],
-        ctx: contextvars.Context,
-        deliver: Callable[[Any, BaseException | None], None],
-    ) -> None:
-        async def body() -> Any:
-            with self._lock:
-                self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
-                if self._cancel_requested:
-                    raise asyncio.CancelledError
-            return await make()
-
-        runner = asyncio.Runner()
+    async def _body(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        with self._lock:
+            self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
+            if self._cancel_requested:
+                raise asyncio.CancelledError
         try:
-            try:
-                value = runner.run(body(), context=ctx)
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-                deliver(None, exc)
-            else:
-                deliver(value, None)  # before cleanup: leftovers of the tool may take time
+            return await make()
         finally:
             with self._lock:
                 self._loop = None
-            runner.close()  # cancels tasks the tool left behind, stops its executor
 
     def cancel(self) -> None:
         """Ask the call to stop: cancel an async tool on its loop (a thread cannot be stopped)."""
@@ -202,7 +189,7 @@ class _OffLoopCall:
     def abandon(self) -> bool:
         """Count the call as abandoned unless it has ended; say whether it was."""
         with self._lock:
-            if self._finished:
+            if self._finished or not self.counted:
                 return False
             self._abandoned = True
             scope = self.scope
@@ -228,8 +215,9 @@ class _OffLoopCall:
 def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
     if fut.done():  # the caller gave up: the outcome is dropped
         return
-    if isinstance(exc, asyncio.CancelledError | StopIteration):
-        # raised by the tool itself: not the caller's cancellation, and futures refuse StopIteration
+    if exc is not None and (not isinstance(exc, Exception) or isinstance(exc, StopIteration)):
+        # raised by the tool itself (CancelledError, SystemExit, ...): not the caller's
+        # cancellation nor the process's exit, and futures refuse StopIteration
         fut.set_exception(ToolError(f"the tool raised {type(exc).__name__}"))
     elif exc is not None:
         fut.set_exception(exc)
@@ -248,7 +236,8 @@ async def _await_off_loop(
     except asyncio.CancelledError:
         call.cancel()
         try:
-            await asyncio.wait({ended}, timeout=CANCEL_GRACE)
+            if make is not None:  # an async tool may stop when cancelled; a thread cannot
+                await asyncio.wait({ended}, timeout=CANCEL_GRACE)
         finally:
             call.abandon()
         raise
@@ -259,7 +248,7 @@ async def run_in_thread(fn: Callable[[], Any], name: str = "call") -> Any:
 
     For planexec's own blocking work (files, model construction): not counted or bounded.
     """
-    return await _await_off_loop(_OffLoopCall(name, None), fn, None)
+    return await _await_off_loop(_OffLoopCall(name, None, counted=False), fn, None)
 
 
 def _is_async_tool(tool_: BaseTool) -> bool:

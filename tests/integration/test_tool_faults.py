@@ -224,8 +224,59 @@ def test_a_tool_less_step_ends_on_time_whatever_its_tools_do(use_models, ctx, mo
     assert [c["step"] for c in abandoned_calls() if c["tool"] == "stubborn"] == [2]
 
 
+@tool
+async def raises_cancelled() -> str:
+    """An async tool that raises CancelledError of its own accord."""
+    raise asyncio.CancelledError
+
+
+@tool
+def raises_exit() -> str:
+    """A sync tool that raises SystemExit."""
+    raise SystemExit(3)
+
+
+@tool
+async def stops_its_loop() -> str:
+    """An async tool that stops the event loop it runs on."""
+    asyncio.get_running_loop().stop()
+    await asyncio.sleep(0.2)
+    return "unreachable"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_tools_that_cancel_exit_or_stop_their_loop_fail_only_their_own_step(use_models, ctx, mode):
+    plan = plan_of(
+        step(1, "raises_cancelled"),
+        step(2, "raises_exit"),
+        step(3, "stops_its_loop"),
+        step(4, "async_sleep_for", {"seconds": 0.3}),
+    )
+    use_models(planner=scripted(plan_reply(plan)))
+    hostile = ToolRegistry([raises_cancelled, raises_exit, stops_its_loop, async_sleep_for])
+    graph = build_graph(checkpointer=InMemorySaver(), tools=hostile)
+    config, context = thread(), ctx(max_replans=0, step_max_attempts=1)
+    if mode == "sync":
+        graph.invoke({"task": "t"}, config, context=context)
+        out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+    else:
+
+        async def go() -> dict[str, Any]:
+            await graph.ainvoke({"task": "t"}, config, context=context)
+            approve = Command(resume={"action": "approve"})
+            return await graph.ainvoke(approve, config, context=context)
+
+        out = asyncio.run(go())
+    steps = out["steps"]
+    assert steps["1"]["error"] == "the tool raised CancelledError"
+    assert steps["2"]["error"] == "the tool raised SystemExit"
+    assert steps["3"]["status"] == "failed" and "Event loop stopped" in steps["3"]["error"]
+    assert steps["4"]["status"] == "succeeded"
+    assert out["final"]["status"] == "partial"
+
+
 def test_threads_left_by_abandoned_calls_are_daemons():
-    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("planexec-tool-"))
+    assert all(t.daemon for t in threading.enumerate() if t.name.startswith("planexec-tool"))
 
 
 @pytest.mark.server
