@@ -2,21 +2,24 @@
 
 LangGraph saves a step task's result with the run's checkpointer (``put_writes``) in the
 background and reports a failed save only when the graph run ends, so a run whose database
-went away would go on starting steps whose results cannot be kept. :class:`StoreGuard` asks
-the run's own checkpointer (the one LangGraph is writing with: the saver passed to
-``build_graph``, or the server's) a cheap question before each attempt of a step starts: a
-lookup of a thread that does not exist, through the saver's public ``get_tuple`` /
-``aget_tuple``. Once one fails, the failure sticks for the rest of the executor round: no step
-starts (or is recorded as skipped) after it, and the executor node raises
-:class:`CheckpointStoreError`.
+went away would go on starting steps whose results cannot be kept. Before each attempt of a
+step starts, :class:`StoreGuard` looks for two signs, through the run's own checkpointer (the
+saver passed to ``build_graph``, or the server's):
 
-What it cannot see: a store that still answers reads but refuses writes (a full disk, a
-read-only replica); LangGraph then raises the failed write when the graph run ends.
+- a save that failed: LangGraph keeps the futures of its background saves until they
+  succeed; a failed one stays there. This is read through LangGraph internals (1.2.x) and
+  skipped if they are not found (``tests/integration/test_store_faults.py`` fails then);
+- a store that does not answer: a lookup of a thread that does not exist, through the saver's
+  public ``get_tuple`` / ``aget_tuple`` (one indexed miss; callers at the same time share it).
+
+Once either is seen, the failure sticks for the rest of the executor round: no step starts (or
+is recorded as skipped) after it, and the executor node raises :class:`CheckpointStoreError`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -24,6 +27,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.constants import CONF, CONFIG_KEY_CHECKPOINTER
 
 from planexec.errors import PlanexecError
+
+CONFIG_KEY_CALL = "__pregel_call"
+"""LangGraph's config key for calling tasks from a node; its value holds the loop (private)."""
 
 PROBE_CONFIG: RunnableConfig = {
     "configurable": {"thread_id": "planexec-store-probe", "checkpoint_ns": ""}
@@ -51,10 +57,20 @@ def describe(exc: BaseException) -> str:
 class StoreGuard:
     """Probes one run's checkpointer before steps start; remembers the first failure."""
 
-    def __init__(self, saver: BaseCheckpointSaver[Any] | None, *, asynchronous: bool) -> None:
-        """Guard ``saver`` (None: nothing to guard) through its async or its sync methods."""
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any] | None,
+        *,
+        asynchronous: bool,
+        failed_save: Callable[[], BaseException | None] | None = None,
+    ) -> None:
+        """Guard ``saver`` (None: nothing to guard) through its async or its sync methods.
+
+        ``failed_save`` returns the error of a background save that failed, if any.
+        """
         self.saver = saver
         self.asynchronous = asynchronous
+        self.failed_save = failed_save
         self.failure: CheckpointStoreError | None = None
         self._probe: asyncio.Future[None] | None = None
 
@@ -62,8 +78,9 @@ class StoreGuard:
     def of(cls, config: RunnableConfig, *, asynchronous: bool) -> StoreGuard:
         """Guard the checkpointer LangGraph is running this node with (from the node's config)."""
         saver = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER)
-        found = saver if isinstance(saver, BaseCheckpointSaver) else None
-        return cls(found, asynchronous=asynchronous)
+        if not isinstance(saver, BaseCheckpointSaver):
+            return cls(None, asynchronous=asynchronous)
+        return cls(saver, asynchronous=asynchronous, failed_save=failed_saves_of(config))
 
     @classmethod
     def disabled(cls) -> StoreGuard:
@@ -71,12 +88,15 @@ class StoreGuard:
         return cls(None, asynchronous=True)
 
     def raise_if_failed(self) -> None:
-        """Raise the store's failure if a probe has seen one (no new probe)."""
+        """Raise the store's failure if one has been seen, or a save has failed (no probe)."""
+        failed = self.failed_save
+        if self.failure is None and failed is not None and (error := failed()) is not None:
+            self._fail(error, "a checkpoint write failed")
         if self.failure is not None:
             raise self.failure
 
     async def check(self) -> None:
-        """Probe the store on the running loop (callers at the same time share one probe)."""
+        """Check for a failed save, then probe the store (callers at the same time share one)."""
         self.raise_if_failed()
         if self.saver is None:
             return
@@ -113,10 +133,38 @@ class StoreGuard:
             self._fail(exc)
         self.raise_if_failed()
 
-    def _fail(self, exc: BaseException) -> None:
+    def _fail(self, exc: BaseException, what: str = "the checkpoint store failed") -> None:
         if isinstance(exc, TimeoutError):
             reason = f"it did not answer within {PROBE_TIMEOUT:g} s"
         else:
             reason = describe(exc)
         if self.failure is None:
-            self.failure = CheckpointStoreError(f"the checkpoint store failed ({reason})")
+            self.failure = CheckpointStoreError(f"{what} ({reason})")
+
+
+def failed_saves_of(config: RunnableConfig) -> Callable[[], BaseException | None] | None:
+    """Find LangGraph's background saves of this run; return a check for a failed one.
+
+    LangGraph submits each save (``put_writes``, ``put``) to its loop's background executor,
+    which keeps a save's future until it succeeds and re-raises a failed one when the run
+    ends. Reached through the loop that a node's task-calling function is bound to: private
+    in LangGraph 1.2.x, so None (and only the probe) if the shape is not the expected one.
+    """
+    try:
+        call = config[CONF][CONFIG_KEY_CALL]
+        loop = call.keywords["schedule_task"].__self__
+        background: dict[Any, tuple[bool, bool]] = loop.submit.__self__.tasks
+    except (KeyError, AttributeError, TypeError):
+        return None
+    if not isinstance(background, dict):
+        return None
+
+    def failed() -> BaseException | None:
+        for fut, flags in list(background.items()):  # a copy: other threads update it
+            reraised = isinstance(flags, tuple) and len(flags) == 2 and flags[1]
+            if reraised and fut.done() and not fut.cancelled() and fut.exception() is not None:
+                error: BaseException = fut.exception()
+                return error
+        return None
+
+    return failed

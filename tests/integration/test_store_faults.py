@@ -124,6 +124,49 @@ def test_no_step_starts_after_the_store_fails_and_resume_reruns_only_unsaved_ste
     assert [out["steps"][str(i)]["attempts"] for i in range(1, 7)] == [1] * 6
 
 
+REFUSE_WRITES = """
+CREATE FUNCTION refuse_writes() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN RAISE EXCEPTION 'disk full (simulated)'; END $$;
+CREATE TRIGGER refuse_writes BEFORE INSERT OR UPDATE ON checkpoint_writes
+FOR EACH ROW EXECUTE FUNCTION refuse_writes();
+"""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_failed_write_stops_new_steps_while_the_store_still_answers_reads(
+    restartable_postgres, use_models, ctx, workspace, mode
+):
+    """Writes fail, reads work (a full disk, a read-only replica): the failed save is seen."""
+    use_models(planner=scripted(plan_reply(CHAIN)))
+    config, context, url = thread(), ctx(approval="always"), restartable_postgres.url
+    RUNNERS[mode](url, config, context, {"task": "t"})
+
+    def refuse_writes_during_s3() -> None:
+        deadline = time.time() + 10
+        while log(workspace) != ["s1", "s2"] and time.time() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.1)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(REFUSE_WRITES)
+
+    saboteur = threading.Thread(target=refuse_writes_during_s3, daemon=True)
+    saboteur.start()
+    with pytest.raises(CheckpointStoreError) as failure:
+        RUNNERS[mode](url, config, context, Command(resume={"action": "approve"}))
+    saboteur.join()
+    assert "a checkpoint write failed (RaiseException: disk full (simulated))" in str(failure.value)
+    ran = log(workspace)
+    # s3's save failed; s4 may have started on s3's result before that save was refused
+    # (a dependent starts as soon as its dependency's result exists), nothing after it
+    assert ran in (["s1", "s2", "s3"], ["s1", "s2", "s3", "s4"])
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TRIGGER refuse_writes ON checkpoint_writes")
+    out = RUNNERS[mode](url, config, context, None)
+    assert out["final"]["status"] == "succeeded"
+    assert log(workspace) == ran + ran[2:] + LABELS[len(ran) :]  # unsaved ones ran again
+
+
 def test_the_cli_prints_one_line_and_resumes_after_the_database_returns(
     restartable_postgres, tmp_path, monkeypatch
 ):
