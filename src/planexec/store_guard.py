@@ -10,7 +10,8 @@ saver passed to ``build_graph``, or the server's):
   succeed; a failed one stays there. This is read through LangGraph internals (1.2.x) and
   skipped if they are not found (``tests/integration/test_store_faults.py`` fails then);
 - a store that does not answer: a lookup of a thread that does not exist, through the saver's
-  public ``get_tuple`` / ``aget_tuple`` (one indexed miss; callers at the same time share it).
+  public ``get_tuple`` / ``aget_tuple`` (one indexed miss; callers at the same time share it,
+  and an answer holds for :data:`PROBE_FRESH` seconds).
 
 Once either is seen, the failure sticks for the rest of the executor round: no step starts (or
 is recorded as skipped) after it, and the executor node raises :class:`CheckpointStoreError`.
@@ -19,6 +20,8 @@ is recorded as skipped) after it, and the executor node raises :class:`Checkpoin
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +41,13 @@ PROBE_CONFIG: RunnableConfig = {
 
 PROBE_TIMEOUT = 5.0
 """Seconds the store may take to answer the probe before it counts as failed."""
+
+PROBE_FRESH = 0.05
+"""Seconds a successful probe answers for: steps starting within them are not probed again.
+
+Many short steps starting at once would otherwise queue a probe each behind the saver's own
+writes (one connection, one lock); a failed save is still checked before every step.
+"""
 
 
 class CheckpointStoreError(PlanexecError):
@@ -73,6 +83,7 @@ class StoreGuard:
         self.failed_save = failed_save
         self.failure: CheckpointStoreError | None = None
         self._probe: asyncio.Future[None] | None = None
+        self._answered_at = -math.inf
 
     @classmethod
     def of(cls, config: RunnableConfig, *, asynchronous: bool) -> StoreGuard:
@@ -96,9 +107,12 @@ class StoreGuard:
             raise self.failure
 
     async def check(self) -> None:
-        """Check for a failed save, then probe the store (callers at the same time share one)."""
+        """Check for a failed save, then probe the store (callers at the same time share one).
+
+        A probe that succeeded less than :data:`PROBE_FRESH` seconds ago answers for the store.
+        """
         self.raise_if_failed()
-        if self.saver is None:
+        if self.saver is None or time.monotonic() - self._answered_at < PROBE_FRESH:
             return
         if self._probe is None or self._probe.done():
             self._probe = asyncio.ensure_future(self._run_probe())
@@ -107,7 +121,7 @@ class StoreGuard:
 
     async def _run_probe(self) -> None:
         assert self.saver is not None
-        saver = self.saver
+        saver, asked_at = self.saver, time.monotonic()
         try:
             if self.asynchronous:
                 await asyncio.wait_for(saver.aget_tuple(PROBE_CONFIG), PROBE_TIMEOUT)
@@ -119,6 +133,8 @@ class StoreGuard:
             self.saver = None  # a saver without that method: nothing can be probed
         except Exception as exc:  # noqa: BLE001 - any failure of the store stops new steps
             self._fail(exc)
+        else:
+            self._answered_at = asked_at
 
     def check_blocking(self) -> None:
         """Probe from a thread with no event loop (the sync executor node, after its steps)."""
