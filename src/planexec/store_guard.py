@@ -176,7 +176,11 @@ def failed_saves_of(config: RunnableConfig) -> Callable[[], BaseException | None
         return None
 
     def failed() -> BaseException | None:
-        for fut, flags in list(background.items()):  # a copy: other threads update it
+        try:
+            pending = list(background.items())  # a copy: other threads update it
+        except RuntimeError:  # changed while copied: look again at the next step
+            return None
+        for fut, flags in pending:
             reraised = isinstance(flags, tuple) and len(flags) == 2 and flags[1]
             if reraised and fut.done() and not fut.cancelled() and fut.exception() is not None:
                 error: BaseException = fut.exception()
