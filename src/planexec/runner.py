@@ -376,6 +376,7 @@ async def execute_step(
         write({"event": "step_skipped", "step": sid, "reason": reason})
         return outcome(sid, "skipped", error=f"skipped because {reason}", secrets=round_.secrets)
 
+    await round_.store.check()  # a step is not even announced once checkpoint writes fail
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     usage: dict[str, RoleUsage] = {}

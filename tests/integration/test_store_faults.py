@@ -195,6 +195,7 @@ def test_the_cli_prints_one_line_and_resumes_after_the_database_returns(
     assert error_lines[0].startswith("error: the checkpoint store failed (OperationalError")
     assert "Traceback" not in failed.output
     assert log(ws) == ["s1", "s2", "s3"]
+    assert "step 3 running" in failed.stdout and "step 4 running" not in failed.stdout
     tid = failed.stdout.split("thread ", 1)[1].split()[0]
 
     restartable_postgres.start()
