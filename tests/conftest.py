@@ -127,3 +127,23 @@ def postgres_url() -> Iterator[str]:
         yield url
     finally:
         manager.__exit__(None, None, None)
+
+
+@pytest.fixture
+def restartable_postgres() -> Iterator[Any]:
+    """A PostgreSQL server of this test alone, which the test may stop and start again."""
+    from tests.servers import PostgresServer
+
+    server = None
+    try:
+        server = PostgresServer()
+        server.start()
+    except (FileNotFoundError, subprocess.CalledProcessError, KeyError) as exc:
+        if server is not None:
+            server.remove()
+        detail = getattr(exc, "stderr", b"") or b""
+        pytest.skip(f"PostgreSQL is not available here: {exc} {detail.decode(errors='replace')}")
+    try:
+        yield server
+    finally:
+        server.remove()

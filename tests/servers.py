@@ -96,57 +96,72 @@ def find_pg_bin() -> Path | None:
     return Path(which).parent if which else None
 
 
-@contextmanager
-def postgres() -> Iterator[str]:
-    """Run a throwaway PostgreSQL on a free loopback port (Debian's server programs); yield its URL.
+class PostgresServer:
+    """A throwaway PostgreSQL cluster on a free loopback port that a test can stop and restart.
 
+    ``stop()`` is ``pg_ctl stop -m immediate`` (the server dies as if it crashed: no shutdown
+    checkpoint, every connection dropped); ``start()`` brings it back on the same port and data.
     As root, the server runs as the ``postgres`` user (initdb refuses root).
     """
-    import tempfile
 
-    bin_dir = find_pg_bin()
-    if bin_dir is None:
-        raise FileNotFoundError(
-            "PostgreSQL's server programs are not installed (Debian: apt-get install postgresql)"
-        )
-    base = Path(tempfile.mkdtemp(prefix="planexec-pg-"))
-    data, sockets = base / "data", base / "sockets"
-    sockets.mkdir()
-    port = free_port()
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        import pwd
+    def __init__(self) -> None:
+        """Create the cluster (initdb) in a temp folder; not started yet."""
+        import tempfile
 
-        user = pwd.getpwnam("postgres")
-        for path in (base, sockets):
-            os.chown(path, user.pw_uid, user.pw_gid)
-        base.chmod(0o755)
-        prefix = ["runuser", "-u", "postgres", "--"]
+        bin_dir = find_pg_bin()
+        if bin_dir is None:
+            raise FileNotFoundError(
+                "PostgreSQL's server programs are not installed "
+                "(Debian: apt-get install postgresql)"
+            )
+        self.bin_dir = bin_dir
+        self.base = Path(tempfile.mkdtemp(prefix="planexec-pg-"))
+        self.data, sockets = self.base / "data", self.base / "sockets"
+        sockets.mkdir()
+        self.port = free_port()
+        self.prefix: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
 
-    def run(*args: str) -> None:
+            user = pwd.getpwnam("postgres")
+            for path in (self.base, sockets):
+                os.chown(path, user.pw_uid, user.pw_gid)
+            self.base.chmod(0o755)
+            self.prefix = ["runuser", "-u", "postgres", "--"]
+        self.options = f"-p {self.port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        initdb = str(bin_dir / "initdb")
+        self._run(initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
+
+    def _run(self, *args: str) -> None:
         subprocess.run(
-            [*prefix, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            [*self.prefix, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
 
-    run(str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
-    options = f"-p {port} -k {sockets} -c listen_addresses=127.0.0.1 -c fsync=off"
-    run(
-        str(bin_dir / "pg_ctl"),
-        "-D",
-        str(data),
-        "-o",
-        options,
-        "-l",
-        str(base / "log"),
-        "-w",
-        "start",
-    )
+    def _pg_ctl(self, *args: str) -> list[str]:
+        return [str(self.bin_dir / "pg_ctl"), "-D", str(self.data), *args]
+
+    def start(self) -> None:
+        """Start the server and wait until it accepts connections."""
+        self._run(*self._pg_ctl("-o", self.options, "-l", str(self.base / "log"), "-w", "start"))
+
+    def stop(self) -> None:
+        """Stop the server at once (``-m immediate``): connections drop, nothing is flushed."""
+        command = [*self.prefix, *self._pg_ctl("-m", "immediate", "stop")]
+        subprocess.run(command, check=False, capture_output=True)
+
+    def remove(self) -> None:
+        """Stop the server and delete its files."""
+        self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+@contextmanager
+def postgres() -> Iterator[str]:
+    """Run a throwaway PostgreSQL on a free loopback port; yield its URL (see PostgresServer)."""
+    server = PostgresServer()
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        server.start()
+        yield server.url
     finally:
-        subprocess.run(
-            [*prefix, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            check=False,
-            capture_output=True,
-        )
-        shutil.rmtree(base, ignore_errors=True)
+        server.remove()

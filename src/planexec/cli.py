@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import shutil
 import sqlite3
@@ -40,6 +41,7 @@ from planexec.sandbox import Sandbox, check_thread_id, default_outputs_dir
 from planexec.scrubbed_io import scrubbed_stdio
 from planexec.secrets import mask_urls, register_url_secrets
 from planexec.state import PlanDoc, StepDoc, StepRecord
+from planexec.store_guard import CheckpointStoreError, describe
 from planexec.tools import default_registry
 
 app = typer.Typer(
@@ -415,11 +417,15 @@ def _context(
 
 
 def _guard(coro: Any) -> None:
-    """Run a command; a user's mistake prints one line and exits 2, never a traceback.
+    """Run a command; a user's mistake or a database failure prints one line, never a traceback.
 
     Everything printed meanwhile (the command's lines, what tools print, errors, a crash's
-    traceback) goes through ``scrubbed_stdio``: no secret value or database password.
+    traceback) goes through ``scrubbed_stdio``: no secret value or database password. A
+    database failure exits 2 like a mistake: the run stopped where its last saved checkpoint
+    is, and ``planexec resume`` continues it from there once the database is back.
     """
+    # psycopg logs a warning of its own when a dead connection is torn down: one line is ours
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
     with scrubbed_stdio():
         errors = Console(stderr=True, highlight=False, soft_wrap=True)
         try:
@@ -427,8 +433,21 @@ def _guard(coro: Any) -> None:
         except Paused as exc:
             errors.print(escape(str(exc)))
             code = EXIT_FAILED
+        except CheckpointStoreError as exc:
+            errors.print(
+                f"[red]error:[/] {escape(str(exc))} Continue with `planexec resume THREAD_ID` "
+                "(the thread shown above)."
+            )
+            code = EXIT_ERROR
         except (PlanexecError, OSError) as exc:
             errors.print(f"[red]error:[/] {escape(str(exc))}")
+            code = EXIT_ERROR
+        except (psycopg.Error, sqlite3.Error) as exc:
+            errors.print(
+                f"[red]error:[/] the run database failed ({escape(describe(exc))}); what was "
+                "saved before is kept: continue with `planexec resume THREAD_ID` (the thread "
+                "shown above) when it works again"
+            )
             code = EXIT_ERROR
         except KeyboardInterrupt:
             code = 130

@@ -110,6 +110,13 @@ class Context:
     step_max_attempts: Positive = field(
         default=3, metadata={"description": "Attempts of a step failing with transient errors."}
     )
+    max_abandoned_calls: Positive = field(
+        default=4,
+        metadata={
+            "description": "Tool calls that timed out but still run (abandoned) in this process "
+            "at which no new tool call starts."
+        },
+    )
     retry_initial_interval: Seconds = field(
         default=0.5, metadata={"description": "Seconds before the first retry of a step."}
     )

@@ -31,7 +31,7 @@ from langchain_core.tools import BaseTool
 from langgraph.config import get_stream_writer
 from pydantic import ValidationError
 
-from planexec import models, prompts, scrubbed
+from planexec import models, prompts, scrubbed, toolcalls
 from planexec.context import Context
 from planexec.errors import ToolError, TransientToolError
 from planexec.outputs import OutputStore, output_of
@@ -40,6 +40,16 @@ from planexec.secrets import redact, secret_values
 from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepDoc, add_usage
 from planexec.steptools import Refusals, allowed_tools
 from planexec.storable import UnstorableValueError, storable_text, to_storable
+from planexec.store_guard import CheckpointStoreError, StoreGuard
+from planexec.toolcalls import (
+    CallScope,
+    StepTimeout,
+    abandoned_of,
+    call_scope,
+    retries_timeouts,
+    run_in_thread,
+    within,
+)
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace, use_workspace
 from planexec.transient import is_transient
@@ -102,6 +112,7 @@ class ExecutionRound:
     run_id: str
     gate: DependencyGate
     secrets: list[str] = field(default_factory=secret_values)
+    store: StoreGuard = field(default_factory=StoreGuard.disabled)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -278,39 +289,9 @@ def summary_of(output: Any, output_file: OutputFile | None) -> str:
     return f"{output_file['preview']} ({output_file['bytes']:,} bytes, kept in a file)"
 
 
-def _is_async_tool(tool_: BaseTool) -> bool:
-    """Say whether a tool has its own async implementation (else it runs in a thread)."""
-    if hasattr(tool_, "coroutine"):  # StructuredTool and Tool wrap a function, maybe a coroutine
-        return tool_.coroutine is not None
-    return type(tool_)._arun is not BaseTool._arun
-
-
 async def _in_daemon_thread(fn: Callable[[], Any]) -> Any:
     """Run a blocking call in a daemon thread and await it; a hung call is abandoned, not joined."""
-    loop = asyncio.get_running_loop()
-    fut: asyncio.Future[Any] = loop.create_future()
-    ctx = contextvars.copy_context()
-
-    def target() -> None:
-        try:
-            result, error = ctx.run(fn), None
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            result, error = None, exc
-        # an abandoned (timed-out) call's loop may be closed by now: then the result is dropped
-        with contextlib.suppress(RuntimeError):
-            loop.call_soon_threadsafe(_settle, fut, result, error)
-
-    threading.Thread(target=target, daemon=True, name="planexec-tool").start()
-    return await fut
-
-
-def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:
-    if fut.done():
-        return
-    if exc is not None:
-        fut.set_exception(exc)
-    else:
-        fut.set_result(result)
+    return await run_in_thread(fn)
 
 
 class ToolFailed(ToolError):
@@ -324,11 +305,11 @@ class TransientToolFailed(ToolFailed, TransientToolError):
 async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
     """Invoke a tool; return its result as JSON data with every secret replaced.
 
-    The real call runs quietly (natively async tools on the loop, others in a daemon thread):
-    callbacks and traces, if there are any, see a stand-in run (``config`` names and tags it)
-    with scrubbed arguments and result, and what the tool writes to the stream is scrubbed.
-    A failure is raised as :class:`ToolFailed` (or :class:`TransientToolFailed`) with a
-    scrubbed message.
+    The real call runs quietly in its own thread (async tools on their own loop, see
+    :mod:`planexec.toolcalls`): callbacks and traces, if there are any, see a stand-in run
+    (``config`` names and tags it) with scrubbed arguments and result, and what the tool writes
+    to the stream is scrubbed. A failure is raised as :class:`ToolFailed` (or
+    :class:`TransientToolFailed`) with a scrubbed message.
     """
     secrets = _secrets()
 
@@ -337,10 +318,7 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
         with scrubbed.quiet():
             quiet = scrubbed.quiet_config(secrets)
             try:
-                if _is_async_tool(tool_):
-                    value = await tool_.ainvoke(args, quiet)
-                else:
-                    value = await _in_daemon_thread(lambda: tool_.invoke(args, quiet))
+                value = await toolcalls.call_tool(tool_, args, quiet)
                 return redact(to_storable(value), secrets)
             except Exception as exc:  # noqa: BLE001 - reported as a scrubbed ToolFailed
                 problem = (redact(_describe_error(exc), secrets), is_transient(exc))
@@ -353,6 +331,8 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
 
 
 def _describe_error(exc: BaseException) -> str:
+    if isinstance(exc, StepTimeout):
+        return str(exc)
     if isinstance(exc, TimeoutError):
         return "timed out"
     if isinstance(exc, UnstorableValueError):
@@ -420,7 +400,11 @@ async def _model_step(
 async def execute_step(
     step: StepDoc, deps: dict[int, dict[str, Any]], round_: ExecutionRound
 ) -> dict[str, Any]:
-    """Run one step whose dependencies have all finished; never raises."""
+    """Run one step whose dependencies have all finished.
+
+    A step's failure is its outcome; the only exception is :class:`CheckpointStoreError`,
+    raised before an attempt starts once the checkpoint store has failed.
+    """
     sid = step["id"]
     raw_write = get_stream_writer()
 
@@ -433,6 +417,7 @@ async def execute_step(
         write({"event": "step_skipped", "step": sid, "reason": reason})
         return outcome(sid, "skipped", error=f"skipped because {reason}", secrets=round_.secrets)
 
+    await round_.store.check()  # a step is not even announced once checkpoint writes fail
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     usage: dict[str, RoleUsage] = {}
@@ -458,24 +443,38 @@ async def execute_step(
     }
     ctx = round_.context
     max_attempts = max(1, ctx.step_max_attempts)
+    tool_: BaseTool | None = None
+    scope = CallScope(round_.run_id, sid, max(1, ctx.max_abandoned_calls))
     attempts, error = 0, "not run"
     while attempts < max_attempts:
         attempts += 1
         refusals.attempt = attempts
         try:
             async with round_.slots():  # at most max_parallel_steps attempts at once
-                with use_workspace(round_.workspace):
+                await round_.store.check()  # no attempt starts once checkpoint writes fail
+                with use_workspace(round_.workspace), call_scope(scope):
                     if step["tool"] is None:
                         work = _model_step(step, args, inputs, round_, config, usage, refusals)
                     else:
-                        work = call_tool(round_.tools.get(step["tool"]), args, config)
-                    value = await asyncio.wait_for(work, ctx.step_timeout)
+                        tool_ = round_.tools.get(step["tool"])
+                        work = call_tool(tool_, args, config)
+                    value = await within(work, ctx.step_timeout)  # ends at the limit, always
                 output, output_file = await store_output(
                     redact(to_storable(value), round_.secrets), round_
                 )
+        except CheckpointStoreError:
+            raise  # the step did not start; the executor node stops the run
         except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
-            error = storable_text(_describe_error(exc))
-            if is_transient(exc) and attempts < max_attempts:
+            error = _describe_error(exc)
+            if isinstance(exc, StepTimeout) and abandoned_of(round_.run_id, sid):
+                error += " (the call did not stop: abandoned, still running)"
+            error = storable_text(error)
+            transient = (
+                retries_timeouts(tool_)  # a local timeout is retried only if the tool says so
+                if isinstance(exc, StepTimeout)
+                else is_transient(exc)
+            )
+            if transient and attempts < max_attempts:
                 write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
                 await asyncio.sleep(retry_delay(ctx, attempts))  # backoff outside the slot
                 continue
@@ -516,9 +515,13 @@ def run_step_blocking(step: StepDoc) -> dict[str, Any]:
 
 
 async def run_step_async(step: StepDoc) -> dict[str, Any]:
-    """Body of the async step task: await dependencies on the loop, then run the step."""
+    """Body of the async step task: await dependencies on the loop, then run the step.
+
+    Raises :class:`CheckpointStoreError`, recording nothing, once the store has failed.
+    """
     round_ = current_round()
     deps = await round_.gate.wait_async(step["depends_on"])
+    round_.store.raise_if_failed()  # neither run nor skipped: its record could not be kept
     result = await execute_step(step, deps, round_)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
     return result

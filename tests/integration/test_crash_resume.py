@@ -25,10 +25,7 @@ PLAN = plan_of(
 
 
 def worker(action: str, db: str, ws: Path, threads: str, script: Path, mode: str):
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     return subprocess.Popen(
         [
             sys.executable,

@@ -120,7 +120,7 @@ def test_transient_errors_are_retried_with_backoff(use_models, ctx):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_hanging_tool_times_out_and_dependents_are_skipped(use_models, ctx, mode):
     plan = plan_of(
-        step(1, "hangs", {"seconds": 30}),
+        step(1, "hangs", {"seconds": 3}),
         step(2, "echo", {"text": "$1"}, [1]),
         step(3, "echo", {"text": "independent"}),
     )
@@ -128,12 +128,12 @@ def test_a_hanging_tool_times_out_and_dependents_are_skipped(use_models, ctx, mo
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([hangs, echo]))
     started = time.time()
     out, _ = run(graph, ctx(step_timeout=0.3, step_max_attempts=2, max_replans=0), mode=mode)
-    assert time.time() - started < 5
+    assert time.time() - started < 2.5  # the hung call is abandoned, not waited for
     assert out["steps"]["1"] == {
         **out["steps"]["1"],
         "status": "failed",
-        "error": "timed out",
-        "attempts": 2,
+        "error": "timed out after 0.3 s (the call did not stop: abandoned, still running)",
+        "attempts": 1,  # a local timeout is not a transient error: not retried
     }
     assert out["steps"]["2"]["status"] == "skipped"
     assert "step 1 failed" in out["steps"]["2"]["error"]

@@ -251,17 +251,18 @@ def test_concurrent_api_threads_never_share_files(server, server_root, tmp_path)
     async def scenario():
         client = get_client(url=server)
         tids = {label: (await client.threads.create())["thread_id"] for label in scripts}
-        await asyncio.gather(
-            *(
-                client.runs.wait(
-                    tids[label],
-                    "planexec",
-                    input={"task": "write out.txt"},
-                    context={"planner_model": scripts[label], "approval": "never"},
-                )
-                for label in scripts
+
+        async def run(label: str) -> None:  # plan, approve what was shown, run
+            context = {"planner_model": scripts[label]}
+            tid = tids[label]
+            await client.runs.wait(
+                tid, "planexec", input={"task": "write out.txt"}, context=context
             )
-        )
+            asked = (await client.threads.get_state(tid))["interrupts"][0]["value"]
+            answer = {"action": "approve", "digest": asked["digest"]}
+            await client.runs.wait(tid, "planexec", command={"resume": answer}, context=context)
+
+        await asyncio.gather(*(run(label) for label in scripts))
         return tids
 
     for label, tid in asyncio.run(scenario()).items():

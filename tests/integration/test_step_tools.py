@@ -240,21 +240,35 @@ def test_a_listed_tool_missing_from_the_runtime_registry_fails_only_its_step(use
     assert out["steps"]["2"]["status"] == "succeeded"
 
 
+class DropsOnce(RecordingModel):
+    """An obedient model whose second call fails like a dropped connection (transient)."""
+
+    calls: list[int] = Field(default_factory=list, exclude=True)
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        self.calls.append(len(self.calls) + 1)
+        if len(self.calls) == 2:
+            raise ConnectionError("connection dropped")
+        return super()._generate(*args, **kwargs)
+
+
 def test_refused_calls_are_kept_across_retries_and_on_a_failed_step(use_models, ctx, workspace):
-    """Attempt 1 is cut by the step timeout (a transient error, retried); attempt 2 runs out
-    of model turns. Both attempts' refusals stay on the failed step's record."""
+    """Attempt 1 ends with a dropped connection (a transient error, retried); attempt 2 runs
+    out of model turns. Both attempts' refusals stay on the failed step's record."""
     sales = (workspace / "sales.csv").read_bytes()
     plan = plan_of({**step(1, None, {}, expected="x"), "tools": ["sleep_for"]})
-    executor = obedient(
-        ScriptedReply(tool_calls=[WRITE_SALES, {"name": "sleep_for", "args": {"seconds": 2}}]),
-        ScriptedReply(tool_calls=[WRITE_SALES]),
-        ScriptedReply(tool_calls=[WRITE_SALES]),
+    executor = DropsOnce(
+        replies=[
+            ScriptedReply(tool_calls=[WRITE_SALES]),
+            ScriptedReply(tool_calls=[WRITE_SALES]),
+            ScriptedReply(tool_calls=[WRITE_SALES]),
+        ]
     )
     use_models(planner=scripted(plan_reply(plan)), executor=executor)
     registry = default_registry()
     registry.register(sleep_for)
     graph = build_graph(checkpointer=InMemorySaver(), tools=registry)
-    context = ctx(step_timeout=0.5, step_max_attempts=2, max_executor_turns=2, max_replans=0)
+    context = ctx(step_max_attempts=2, max_executor_turns=2, max_replans=0)
     values, events = run_to_end(graph, context, thread())
 
     record = values["steps"]["1"]

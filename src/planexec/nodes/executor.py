@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
 
@@ -35,11 +37,11 @@ from planexec.state import (
     StepRecord,
     add_usage,
 )
+from planexec.store_guard import CheckpointStoreError, StoreGuard
 from planexec.tools.registry import ToolRegistry
 
 
-@task
-def run_step(step: StepDoc) -> dict[str, Any]:
+def _run_step(step: StepDoc) -> dict[str, Any]:
     """Durable task: one step of the plan (sync runs).
 
     Its argument is its trace input and shows in the ``debug``/``tasks`` streams: the step
@@ -48,10 +50,16 @@ def run_step(step: StepDoc) -> dict[str, Any]:
     return run_step_blocking(step)
 
 
-@task
-async def arun_step(step: StepDoc) -> dict[str, Any]:
+async def _arun_step(step: StepDoc) -> dict[str, Any]:
     """Durable task: one step of the plan (async runs); takes only the step, like ``run_step``."""
     return await run_step_async(step)
+
+
+# One task name for both: a task's id comes from its name, so a run started with ``ainvoke``
+# (or on the server) and resumed with ``invoke`` finds the results its steps saved, and back.
+_run_step.__name__ = _arun_step.__name__ = "run_step"
+run_step = task(_run_step)
+arun_step = task(_arun_step)
 
 
 def approval_problem(state: State) -> str | None:
@@ -91,7 +99,12 @@ def _refusal(state: State, problem: str) -> dict[str, Any]:
 
 
 def _prepare(
-    state: State, config: RunnableConfig, tools: ToolRegistry, sandbox: Sandbox
+    state: State,
+    config: RunnableConfig,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    *,
+    asynchronous: bool,
 ) -> tuple[ExecutionRound, list[StepDoc]]:
     ctx: Context = context_of(get_runtime(Context).context)
     plan = state["plan"]
@@ -111,6 +124,7 @@ def _prepare(
         outputs=sandbox.output_store(),
         run_id=run_id,
         gate=DependencyGate(finished),
+        store=StoreGuard.of(config, asynchronous=asynchronous),
     )
     to_run = [
         s for s in topological_order(plan["steps"]) if records[str(s["id"])]["status"] == "pending"
@@ -183,7 +197,7 @@ def execute(
     """Run the pending steps (sync callers: ``graph.invoke``)."""
     if problem := approval_problem(state):
         return _refusal(state, problem)
-    round_, to_run = _prepare(state, config, tools, sandbox)
+    round_, to_run = _prepare(state, config, tools, sandbox, asynchronous=False)
     try:
         with running(round_):  # the tasks' context: they take only their step as argument
             futures = [run_step(step) for step in to_run]  # plan order: stable task ids
@@ -192,6 +206,10 @@ def execute(
             concurrent.futures.wait(futures)
     finally:
         round_.close()
+    if to_run:
+        with contextlib.suppress(CheckpointStoreError):
+            round_.store.check_blocking()  # did the store fail after the last step started?
+    _raise_store_failure(round_, to_run, futures)
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
 
 
@@ -202,11 +220,48 @@ async def aexecute(
     if problem := approval_problem(state):
         return _refusal(state, problem)
     round_, to_run = await asyncio.to_thread(  # touches the disk
-        _prepare, state, config, tools, sandbox
+        _prepare, state, config, tools, sandbox, asynchronous=True
     )
     with running(round_):  # the tasks' context: they take only their step as argument
         futures = [arun_step(step) for step in to_run]  # plan order: stable task ids
         for step, fut in zip(to_run, futures, strict=True):
             fut.add_done_callback(_publisher(round_, step))
         await asyncio.gather(*futures, return_exceptions=True)
+    if to_run:
+        with contextlib.suppress(CheckpointStoreError):
+            await round_.store.check()  # did the store fail after the last step started?
+    _raise_store_failure(round_, to_run, futures)
     return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
+
+
+def _raise_store_failure(
+    round_: ExecutionRound,
+    to_run: list[StepDoc],
+    futures: Sequence[Future[Any] | asyncio.Future[Any]],
+) -> None:
+    """Stop the run if the checkpoint store failed during the round, saying what it means.
+
+    Raising (instead of returning the round's records) leaves the thread at its last saved
+    checkpoint; a resume re-runs exactly the steps whose results were not saved.
+    """
+    failure = round_.store.failure
+    if failure is None:
+        return
+    finished: list[str] = []
+    not_started: list[str] = []
+    for step, fut in zip(to_run, futures, strict=True):
+        ended = fut.done() and not fut.cancelled() and fut.exception() is None
+        (finished if ended else not_started).append(str(step["id"]))
+    raise CheckpointStoreError(
+        f"{failure}, so no step was started after that"
+        + (f" (not started: {', '.join(not_started)})" if not_started else "")
+        + ". Resume the thread when the store is back: steps whose results were saved are not"
+        " run again"
+        + (
+            f"; steps that ended during this round ({', '.join(finished)}) run again if their "
+            "results were not saved"
+            if finished
+            else ""
+        )
+        + "."
+    ) from None

@@ -1,0 +1,190 @@
+"""Stop starting steps when the checkpoint store fails.
+
+LangGraph saves a step task's result with the run's checkpointer (``put_writes``) in the
+background and reports a failed save only when the graph run ends, so a run whose database
+went away would go on starting steps whose results cannot be kept. Before each attempt of a
+step starts, :class:`StoreGuard` looks for two signs, through the run's own checkpointer (the
+saver passed to ``build_graph``, or the server's):
+
+- a save that failed: LangGraph keeps the futures of its background saves until they
+  succeed; a failed one stays there. This is read through LangGraph internals (1.2.x) and
+  skipped if they are not found (``tests/integration/test_store_faults.py`` fails then);
+- a store that does not answer: a lookup of a thread that does not exist, through the saver's
+  public ``get_tuple`` / ``aget_tuple`` (one indexed miss; callers at the same time share it,
+  and an answer holds for :data:`PROBE_FRESH` seconds).
+
+Once either is seen, the failure sticks for the rest of the executor round: no step starts (or
+is recorded as skipped) after it, and the executor node raises :class:`CheckpointStoreError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import CONF, CONFIG_KEY_CHECKPOINTER
+
+from planexec.errors import PlanexecError
+
+CONFIG_KEY_CALL = "__pregel_call"
+"""LangGraph's config key for calling tasks from a node; its value holds the loop (private)."""
+
+PROBE_CONFIG: RunnableConfig = {
+    "configurable": {"thread_id": "planexec-store-probe", "checkpoint_ns": ""}
+}
+"""The lookup the probe makes: a thread nobody writes, so the answer is one indexed miss."""
+
+PROBE_TIMEOUT = 5.0
+"""Seconds the store may take to answer the probe before it counts as failed."""
+
+PROBE_FRESH = 0.05
+"""Seconds a successful probe answers for: steps starting within them are not probed again.
+
+Many short steps starting at once would otherwise queue a probe each behind the saver's own
+writes (one connection, one lock); a failed save is still checked before every step.
+"""
+
+
+class CheckpointStoreError(PlanexecError):
+    """The checkpoint store failed during a run; no step started after it failed.
+
+    Resume the thread when the store is back: steps whose results were saved are not run
+    again; steps that were running or finished while it failed may run again.
+    """
+
+
+def describe(exc: BaseException) -> str:
+    """One line naming an exception: its type and the first line of its message."""
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+class StoreGuard:
+    """Probes one run's checkpointer before steps start; remembers the first failure."""
+
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any] | None,
+        *,
+        asynchronous: bool,
+        failed_save: Callable[[], BaseException | None] | None = None,
+    ) -> None:
+        """Guard ``saver`` (None: nothing to guard) through its async or its sync methods.
+
+        ``failed_save`` returns the error of a background save that failed, if any.
+        """
+        self.saver = saver
+        self.asynchronous = asynchronous
+        self.failed_save = failed_save
+        self.failure: CheckpointStoreError | None = None
+        self._probe: asyncio.Future[None] | None = None
+        self._answered_at = -math.inf
+
+    @classmethod
+    def of(cls, config: RunnableConfig, *, asynchronous: bool) -> StoreGuard:
+        """Guard the checkpointer LangGraph is running this node with (from the node's config)."""
+        saver = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER)
+        if not isinstance(saver, BaseCheckpointSaver):
+            return cls(None, asynchronous=asynchronous)
+        return cls(saver, asynchronous=asynchronous, failed_save=failed_saves_of(config))
+
+    @classmethod
+    def disabled(cls) -> StoreGuard:
+        """Return a guard with nothing to guard (no checkpointer)."""
+        return cls(None, asynchronous=True)
+
+    def raise_if_failed(self) -> None:
+        """Raise the store's failure if one has been seen, or a save has failed (no probe)."""
+        failed = self.failed_save
+        if self.failure is None and failed is not None and (error := failed()) is not None:
+            self._fail(error, "a checkpoint write failed")
+        if self.failure is not None:
+            raise self.failure
+
+    async def check(self) -> None:
+        """Check for a failed save, then probe the store (callers at the same time share one).
+
+        A probe that succeeded less than :data:`PROBE_FRESH` seconds ago answers for the store.
+        """
+        self.raise_if_failed()
+        if self.saver is None or time.monotonic() - self._answered_at < PROBE_FRESH:
+            return
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.ensure_future(self._run_probe())
+        await asyncio.shield(self._probe)
+        self.raise_if_failed()
+
+    async def _run_probe(self) -> None:
+        assert self.saver is not None
+        saver, asked_at = self.saver, time.monotonic()
+        try:
+            if self.asynchronous:
+                await asyncio.wait_for(saver.aget_tuple(PROBE_CONFIG), PROBE_TIMEOUT)
+            else:  # a sync saver blocks: ask it from a worker thread of this loop
+                loop = asyncio.get_running_loop()
+                lookup = loop.run_in_executor(None, saver.get_tuple, PROBE_CONFIG)
+                await asyncio.wait_for(lookup, PROBE_TIMEOUT)
+        except NotImplementedError:
+            self.saver = None  # a saver without that method: nothing can be probed
+        except Exception as exc:  # noqa: BLE001 - any failure of the store stops new steps
+            self._fail(exc)
+        else:
+            self._answered_at = asked_at
+
+    def check_blocking(self) -> None:
+        """Probe from a thread with no event loop (the sync executor node, after its steps)."""
+        self.raise_if_failed()
+        if self.saver is None or self.asynchronous:
+            return
+        try:
+            self.saver.get_tuple(PROBE_CONFIG)
+        except NotImplementedError:
+            self.saver = None
+        except Exception as exc:  # noqa: BLE001 - see _run_probe
+            self._fail(exc)
+        self.raise_if_failed()
+
+    def _fail(self, exc: BaseException, what: str = "the checkpoint store failed") -> None:
+        if isinstance(exc, TimeoutError):
+            reason = f"it did not answer within {PROBE_TIMEOUT:g} s"
+        else:
+            reason = describe(exc)
+        if self.failure is None:
+            self.failure = CheckpointStoreError(f"{what} ({reason})")
+
+
+def failed_saves_of(config: RunnableConfig) -> Callable[[], BaseException | None] | None:
+    """Find LangGraph's background saves of this run; return a check for a failed one.
+
+    LangGraph submits each save (``put_writes``, ``put``) to its loop's background executor,
+    which keeps a save's future until it succeeds and re-raises a failed one when the run
+    ends. Reached through the loop that a node's task-calling function is bound to: private
+    in LangGraph 1.2.x, so None (and only the probe) if the shape is not the expected one.
+    """
+    try:
+        call = config[CONF][CONFIG_KEY_CALL]
+        loop = call.keywords["schedule_task"].__self__
+        background: dict[Any, tuple[bool, bool]] = loop.submit.__self__.tasks
+    except (KeyError, AttributeError, TypeError):
+        return None
+    if not isinstance(background, dict):
+        return None
+
+    def failed() -> BaseException | None:
+        try:
+            pending = list(background.items())  # a copy: other threads update it
+        except RuntimeError:  # changed while copied: look again at the next step
+            return None
+        for fut, flags in pending:
+            reraised = isinstance(flags, tuple) and len(flags) == 2 and flags[1]
+            if reraised and fut.done() and not fut.cancelled() and fut.exception() is not None:
+                error: BaseException = fut.exception()
+                return error
+        return None
+
+    return failed
