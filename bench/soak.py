@@ -352,6 +352,9 @@ def killed_run(db: str, rng: random.Random, f: Findings) -> None:
     time.sleep(rng.uniform(1.6, 2.6))  # the child needs ~1.5 s to import before it runs
     child.send_signal(signal.SIGKILL)
     child.wait()
+    if child.returncode != -signal.SIGKILL:  # it ended before the kill: say how
+        last = (child.stderr.read().decode(errors="replace").strip().splitlines() or ["ok"])[-1]
+        f.errors[f"sigkill: child ended first ({last[:80]})"] += 1
     try:
         with sqlite_saver(db) as saver:
             graph = build_graph(checkpointer=saver, tools=TOOLS)
