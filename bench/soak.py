@@ -332,6 +332,26 @@ with {opener}(sys.argv[1]) as saver:
 """
 
 
+def resume_and_check(
+    kind: str, opened: Any, config: dict[str, Any], ctx: Context, f: Findings
+) -> None:
+    """After a fault: resume the thread to its end, give it a new task, count re-run steps."""
+    tid = config["configurable"]["thread_id"]
+    try:
+        with opened as saver:
+            graph = build_graph(checkpointer=saver, tools=TOOLS)
+            committed = committed_steps(saver, config)
+            finish(graph, config, ctx, f)
+            takes_a_new_task(graph, config, ctx, tid)
+    except Exception as exc:  # noqa: BLE001
+        f.wedged.append(f"{kind} {tid}: {type(exc).__name__}: {exc}"[:300])
+        return
+    counts = ledger_counts()
+    for sid in committed:
+        if counts.get(f"{tid}:{sid}", 0) > 1:
+            f.duplicated.append(f"{kind} {tid}:{sid} committed, then ran again")
+
+
 def killed_run(db: str, rng: random.Random, f: Findings) -> None:
     """Approve in a child process, SIGKILL it at a random moment, resume here."""
     tid = str(uuid.uuid4())
@@ -355,19 +375,7 @@ def killed_run(db: str, rng: random.Random, f: Findings) -> None:
     if child.returncode != -signal.SIGKILL:  # it ended before the kill: say how
         last = (child.stderr.read().decode(errors="replace").strip().splitlines() or ["ok"])[-1]
         f.errors[f"sigkill: child ended first ({last[:80]})"] += 1
-    try:
-        with sqlite_saver(db) as saver:
-            graph = build_graph(checkpointer=saver, tools=TOOLS)
-            committed = committed_steps(saver, config)
-            finish(graph, config, ctx, f)
-            takes_a_new_task(graph, config, ctx, tid)
-    except Exception as exc:  # noqa: BLE001
-        f.wedged.append(f"sigkill {tid}: {type(exc).__name__}: {exc}"[:300])
-        return
-    counts = ledger_counts()
-    for sid in committed:
-        if counts.get(f"{tid}:{sid}", 0) > 1:
-            f.duplicated.append(f"sigkill {tid}:{sid} committed, then ran again")
+    resume_and_check("sigkill", sqlite_saver(db), config, ctx, f)
 
 
 def outage_run(pg: Any, rng: random.Random, f: Findings) -> None:
@@ -386,19 +394,7 @@ def outage_run(pg: Any, rng: random.Random, f: Findings) -> None:
             f.errors[f"outage: {type(exc).__name__}"] += 1
         timer.join()
     pg.start()
-    try:
-        with postgres_saver(pg.url) as saver:
-            graph = build_graph(checkpointer=saver, tools=TOOLS)
-            committed = committed_steps(saver, config)
-            finish(graph, config, ctx, f)
-            takes_a_new_task(graph, config, ctx, tid)
-    except Exception as exc:  # noqa: BLE001
-        f.wedged.append(f"saver_outage {tid}: {type(exc).__name__}: {exc}"[:300])
-        return
-    counts = ledger_counts()
-    for sid in committed:
-        if counts.get(f"{tid}:{sid}", 0) > 1:
-            f.duplicated.append(f"saver_outage {tid}:{sid} committed, then ran again")
+    resume_and_check("saver_outage", postgres_saver(pg.url), config, ctx, f)
 
 
 def secrets_found(f: Findings, extra: list[bytes]) -> list[str]:
