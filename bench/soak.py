@@ -122,7 +122,7 @@ def fault(label: str, kind: str) -> Any:
     if kind == "raise_transient":
         raise TransientToolError("service busy")
     if kind == "hang":
-        time.sleep(3)
+        time.sleep(1.0)  # past the 0.3 s step timeout: abandoned, counted, then it ends
         return "late"
     return POISON[kind]()
 
@@ -258,7 +258,9 @@ def finish(graph: Any, config: dict[str, Any], ctx: Context, f: Findings) -> Non
     raise RuntimeError(f"thread did not end: next={graph.get_state(config).next}")
 
 
-def takes_a_new_task(graph: Any, config: dict[str, Any], ctx: Context, tid: str) -> None:
+def takes_a_new_task(
+    graph: Any, config: dict[str, Any], ctx: Context, tid: str, f: Findings
+) -> None:
     plan = {
         "goal": "again",
         "steps": [
@@ -273,8 +275,12 @@ def takes_a_new_task(graph: Any, config: dict[str, Any], ctx: Context, tid: str)
     }
     request = seed(graph, config, plan, ctx)
     out = graph.invoke(approve(request), config, context=ctx)
-    if out["final"]["status"] != "succeeded":
-        raise RuntimeError(f"the new task ended {out['final']['status']}")
+    final = out.get("final") or {}
+    if final.get("status") not in ("succeeded", "failed", "partial"):
+        raise RuntimeError(f"the new task did not end: {final}")
+    if final["status"] != "succeeded":  # it ran and ended with a reason: not a wedge; count why
+        reason = (final.get("failed_steps") or [{}])[0].get("error") or final.get("answer", "")
+        f.errors[f"new task ended {final['status']}: {str(reason)[:70]}"] += 1
 
 
 def committed_steps(saver: Any, config: dict[str, Any]) -> set[int]:
@@ -310,7 +316,7 @@ def in_process_run(graph: Any, rng: random.Random, kind: str, f: Findings) -> No
             except InvalidInputError:
                 f.errors["refused at admission"] += 1
         finish(graph, config, ctx, f)
-        takes_a_new_task(graph, config, ctx, tid)
+        takes_a_new_task(graph, config, ctx, tid, f)
     except Exception as exc:  # noqa: BLE001 - a soak records, it does not stop
         f.wedged.append(f"{kind} {tid}: {type(exc).__name__}: {exc}"[:300])
     for label, count in ledger_counts().items():
@@ -342,7 +348,7 @@ def resume_and_check(
             graph = build_graph(checkpointer=saver, tools=TOOLS)
             committed = committed_steps(saver, config)
             finish(graph, config, ctx, f)
-            takes_a_new_task(graph, config, ctx, tid)
+            takes_a_new_task(graph, config, ctx, tid, f)
     except Exception as exc:  # noqa: BLE001
         f.wedged.append(f"{kind} {tid}: {type(exc).__name__}: {exc}"[:300])
         return
