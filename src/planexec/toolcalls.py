@@ -261,7 +261,11 @@ def _is_async_tool(tool_: BaseTool) -> bool:
 def _refusal(scope: CallScope, name: str) -> str | None:
     """Say why no call may start now (the step's earlier call runs on, or too many do)."""
     running = _ABANDONED.snapshot()
-    own = [c for c in running if c["thread_id"] == scope.thread_id and c["step"] == scope.step]
+    own = [  # the same step's call of the same tool (a new task's step 1 is another step)
+        c
+        for c in running
+        if c["thread_id"] == scope.thread_id and c["step"] == scope.step and c["tool"] == name
+    ]
     if scope.step is not None and own:
         since = time.time() - own[0]["abandoned_at"]
         return (
