@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -17,12 +18,10 @@ from planexec.scripted import ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import (
     always_fails,
-    async_sleep_for,
     echo,
     plan_of,
     plan_reply,
     scripted,
-    sleep_for,
     step,
     text_reply,
     thread,
@@ -42,50 +41,95 @@ def run(graph, ctx_obj, *, mode: str = "sync", stream: bool = False):
     return asyncio.run(go()), config
 
 
-def spans(out: dict[str, Any]) -> dict[int, tuple[float, float]]:
-    return {
-        int(k): (v["output"]["start"], v["output"]["end"])
-        for k, v in out["steps"].items()
-        if v["status"] == "succeeded" and isinstance(v["output"], dict)
-    }
+# Concurrency is checked by what the steps see of each other, not by wall-clock thresholds:
+# a rendezvous only opens when every party is running at once; a waiter only wakes when a step
+# that runs after it has started; a gauge counts the steps running at the same moment.
+EVENTS: dict[str, threading.Event] = {}
+BARRIERS: dict[str, threading.Barrier] = {}
+GAUGE = {"now": 0, "most": 0}
+GAUGE_LOCK = threading.Lock()
+PATIENCE = 10.0  # seconds a step waits for the others before it fails the test
+
+
+@tool
+def rendezvous(group: str, parties: int) -> str:
+    """Wait until `parties` steps of `group` are all running, then return."""
+    barrier = BARRIERS.setdefault(group, threading.Barrier(parties))
+    try:
+        barrier.wait(timeout=PATIENCE)
+    except threading.BrokenBarrierError as exc:
+        raise ValueError(f"{group}: the steps did not run together") from exc
+    return "met"
+
+
+@tool
+async def wait_for(key: str) -> str:
+    """Wait (without blocking the event loop) until another step signals `key`."""
+    event = EVENTS.setdefault(key, threading.Event())
+    for _ in range(int(PATIENCE / 0.01)):
+        if event.is_set():
+            return "signalled"
+        await asyncio.sleep(0.01)
+    raise ValueError(f"{key}: never signalled")
+
+
+@tool
+async def signal(key: str) -> str:
+    """Wake the step waiting for `key`."""
+    EVENTS.setdefault(key, threading.Event()).set()
+    return "sent"
+
+
+@tool
+def gauge(seconds: float) -> int:
+    """Count this step as running for `seconds`; record the most steps running at once."""
+    with GAUGE_LOCK:
+        GAUGE["now"] += 1
+        GAUGE["most"] = max(GAUGE["most"], GAUGE["now"])
+    time.sleep(seconds)
+    with GAUGE_LOCK:
+        GAUGE["now"] -= 1
+    return GAUGE["most"]
+
+
+def statuses(out: dict[str, Any]) -> dict[str, str]:
+    return {k: v["status"] for k, v in out["steps"].items()}
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_independent_steps_overlap_in_time(use_models, ctx, mode):
-    steps = [step(i, "sleep_for", {"seconds": 0.4, "label": str(i)}) for i in range(1, 5)]
+    group = f"overlap-{mode}"
+    steps = [step(i, "rendezvous", {"group": group, "parties": 4}) for i in range(1, 5)]
     use_models(planner=scripted(plan_reply(plan_of(*steps))))
-    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([sleep_for]))
-    out, _ = run(graph, ctx(max_parallel_steps=4), mode=mode)
-    s = spans(out)
-    makespan = max(e for _, e in s.values()) - min(b for b, _ in s.values())
-    assert makespan < 0.8, s  # four 0.4 s steps, run together
-    assert max(b for b, _ in s.values()) < min(e for _, e in s.values())
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([rendezvous]))
+    out, _ = run(graph, ctx(max_parallel_steps=4, step_timeout=30), mode=mode)
+    assert statuses(out) == dict.fromkeys("1234", "succeeded"), out["steps"]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_step_starts_when_its_own_dependencies_are_done(use_models, ctx, mode):
-    # 1 (fast) -> 3 ; 2 is slow and unrelated: 3 must not wait for 2 (no level barrier)
+    # 1 -> 3, and 2 is unrelated: 2 waits until 3 has run, so a level barrier (3 waiting for
+    # every step of the level before it, 2 included) would leave 2 waiting until it fails
+    key = f"no-barrier-{mode}"
     plan = plan_of(
-        step(1, "async_sleep_for", {"seconds": 0.05}),
-        step(2, "async_sleep_for", {"seconds": 0.8}),
-        step(3, "async_sleep_for", {"seconds": 0.05, "label": "after $1.label"}, [1]),
+        step(1, "signal", {"key": f"{key}-warmup"}),
+        step(2, "wait_for", {"key": key}),
+        step(3, "signal", {"key": key}, [1]),
     )
     use_models(planner=scripted(plan_reply(plan)))
-    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([async_sleep_for]))
-    out, _ = run(graph, ctx(), mode=mode)
-    s = spans(out)
-    assert s[3][0] >= s[1][1]
-    assert s[3][1] < s[2][1] - 0.3, s
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([wait_for, signal]))
+    out, _ = run(graph, ctx(step_timeout=30), mode=mode)
+    assert statuses(out) == dict.fromkeys("123", "succeeded"), out["steps"]
 
 
 def test_parallelism_limit_is_respected(use_models, ctx):
-    steps = [step(i, "sleep_for", {"seconds": 0.2}) for i in range(1, 5)]
+    GAUGE.update(now=0, most=0)
+    steps = [step(i, "gauge", {"seconds": 0.2}) for i in range(1, 6)]
     use_models(planner=scripted(plan_reply(plan_of(*steps))))
-    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([sleep_for]))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([gauge]))
     out, _ = run(graph, ctx(max_parallel_steps=2))
-    s = sorted(spans(out).values())
-    running_at = lambda t: sum(b <= t < e for b, e in s)  # noqa: E731
-    assert max(running_at(b + 0.01) for b, _ in s) <= 2
+    assert statuses(out) == dict.fromkeys("12345", "succeeded")
+    assert GAUGE["most"] == 2  # never more than the limit, and the limit is used
 
 
 calls: dict[str, int] = {}
@@ -100,10 +144,16 @@ def flaky(key: str, failures: int) -> str:
     return f"ok after {calls[key]}"
 
 
+RELEASE = threading.Event()
+HUNG = {"entered": 0, "left": 0}
+
+
 @tool
 def hangs(seconds: float) -> str:
-    """Block far longer than any timeout."""
-    time.sleep(seconds)
+    """Block until the test releases it (or `seconds` pass): far longer than any timeout."""
+    HUNG["entered"] += 1
+    RELEASE.wait(seconds)
+    HUNG["left"] += 1
     return "woke up"
 
 
@@ -120,15 +170,19 @@ def test_transient_errors_are_retried_with_backoff(use_models, ctx):
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_hanging_tool_times_out_and_dependents_are_skipped(use_models, ctx, mode):
     plan = plan_of(
-        step(1, "hangs", {"seconds": 3}),
+        step(1, "hangs", {"seconds": 60}),
         step(2, "echo", {"text": "$1"}, [1]),
         step(3, "echo", {"text": "independent"}),
     )
     use_models(planner=scripted(plan_reply(plan)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([hangs, echo]))
-    started = time.time()
-    out, _ = run(graph, ctx(step_timeout=0.3, step_max_attempts=2, max_replans=0), mode=mode)
-    assert time.time() - started < 2.5  # the hung call is abandoned, not waited for
+    RELEASE.clear()
+    HUNG.update(entered=0, left=0)
+    try:
+        out, _ = run(graph, ctx(step_timeout=0.3, step_max_attempts=2, max_replans=0), mode=mode)
+        assert HUNG == {"entered": 1, "left": 0}  # the run ended with the call still hung
+    finally:
+        RELEASE.set()
     assert out["steps"]["1"] == {
         **out["steps"]["1"],
         "status": "failed",

@@ -51,12 +51,6 @@ def test_runs_are_named_per_node_and_step_and_tagged_with_the_thread(use_models,
         assert run.extra["metadata"]["thread_id"] == "traced-thread"
 
 
-def test_tracing_is_off_unless_asked():
-    from langsmith.utils import tracing_is_enabled
-
-    assert not tracing_is_enabled()
-
-
 TRACED_RUN = """
 import json, sys
 from langchain_core.tracers.langchain import wait_for_all_tracers
@@ -131,6 +125,12 @@ def sent_to_langsmith(script: str, tmp_path, env: dict[str, str] | None = None) 
     finally:
         server.shutdown()
     return b"".join(received)
+
+
+def test_tracing_is_off_unless_asked(tmp_path):
+    # a LangSmith key and endpoint in the environment are not a request to trace
+    off = {"LANGSMITH_TRACING": "", "LANGCHAIN_TRACING_V2": "", "LANGCHAIN_TRACING": ""}
+    assert sent_to_langsmith(TRACED_RUN, tmp_path, env=off) == b""
 
 
 def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):

@@ -87,3 +87,32 @@ def test_listing_skips_links_and_planexec_files_and_truncates_exactly(ws, tmp_pa
     shown = workspace_files(Workspace(ws)).splitlines()
     assert len(shown) == MAX_LISTED_FILES + 1 and shown[-1] == "- …"
     assert shown[0] == "- inside.txt (6 bytes)"
+
+
+CHART_IN_A_NOTEBOOK = """
+import sys
+import matplotlib
+matplotlib.use("svg")  # the host's own backend, as a notebook would have set it
+from planexec.tools.data import generate_chart
+from planexec.tools.workspace import use_workspace
+with use_workspace(sys.argv[1]):
+    out = generate_chart.invoke({"kind": "bar", "x": "m", "y": "v", "title": "t",
+                                 "data": [{"m": "a", "v": 1}, {"m": "b", "v": 2}]})
+assert out == {"path": "chart.png", "kind": "bar", "points": 2}, out
+print(matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules)
+"""
+
+
+def test_a_chart_leaves_the_host_matplotlib_alone(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", CHART_IN_A_NOTEBOOK, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["svg", "False"]  # backend kept, no pyplot figure registry
+    assert (tmp_path / "chart.png").read_bytes().startswith(b"\x89PNG")

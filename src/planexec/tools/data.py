@@ -235,38 +235,34 @@ def generate_chart(
     dataset: str | None = None,
 ) -> dict[str, Any]:
     """Draw a PNG chart of column y against x, from rows given as data or from a dataset file."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # The object API, not pyplot: no global backend switch in a host notebook, no figure registry.
+    from matplotlib.figure import Figure
 
     if (data is None) == (dataset is None):
         raise ToolError("give exactly one of data (a list of rows) or dataset (a file)")
     frame = pd.DataFrame(data) if data is not None else read_dataset(dataset or "")
     xs, ys = _column(frame, x), pd.to_numeric(_column(frame, y), errors="coerce")
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    try:
-        if kind == "line":
-            ax.plot(xs.astype(str), ys, marker="o")
-        elif kind == "bar":
-            ax.bar(xs.astype(str), ys)
-        elif kind == "scatter":
-            ax.scatter(xs, ys)
-        else:
-            ax.pie(ys.fillna(0), labels=xs.astype(str).tolist(), autopct="%1.0f%%")
-        ax.set_title(title)
-        if kind != "pie":
-            ax.set_xlabel(x)
-            ax.set_ylabel(y)
-            ax.tick_params(axis="x", labelrotation=45)
-        fig.tight_layout()
-        workspace = current_workspace()
-        out = workspace.prepare_output(output_path)
-        if out.suffix.lower() != ".png":
-            raise ToolError("output_path must end in .png")
-        fig.savefig(out, format="png")
-    finally:
-        plt.close(fig)
+    fig = Figure(figsize=(8, 4.5), dpi=100)
+    ax = fig.subplots()
+    if kind == "line":
+        ax.plot(xs.astype(str), ys, marker="o")
+    elif kind == "bar":
+        ax.bar(xs.astype(str), ys)
+    elif kind == "scatter":
+        ax.scatter(xs, ys)
+    else:
+        ax.pie(ys.fillna(0), labels=xs.astype(str).tolist(), autopct="%1.0f%%")
+    ax.set_title(title)
+    if kind != "pie":
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        ax.tick_params(axis="x", labelrotation=45)
+    fig.tight_layout()
+    workspace = current_workspace()
+    out = workspace.prepare_output(output_path)
+    if out.suffix.lower() != ".png":
+        raise ToolError("output_path must end in .png")
+    fig.savefig(out, format="png")
     return {"path": workspace.relative(out), "kind": kind, "points": int(ys.notna().sum())}
 
 
