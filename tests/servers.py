@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -37,16 +38,32 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout: float) -> None:
     raise TimeoutError(f"{url} did not answer in {timeout} s")
 
 
+def scratch_config(folder: Path) -> Path:
+    """Write the project's langgraph.json into ``folder`` with absolute paths and no .env."""
+    data = json.loads((ROOT / "langgraph.json").read_text())
+    data["dependencies"] = [str(ROOT)]
+    data["graphs"] = {
+        name: str((ROOT / spec.partition(":")[0]).resolve()) + ":" + spec.partition(":")[2]
+        for name, spec in data["graphs"].items()
+    }
+    data["env"] = {}  # a test sets the server's environment itself (offline, no keys)
+    served = folder / "langgraph.json"
+    served.write_text(json.dumps(data))
+    return served
+
+
 @contextmanager
 def langgraph_dev(
     log: Path, extra_env: dict[str, str] | None = None, config: Path | None = None
 ) -> Iterator[str]:
     """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL.
 
-    The server gets no OpenAI key unless ``extra_env`` gives one; ``config`` is the
-    langgraph.json to serve (default: the project's).
+    The server runs in ``log``'s folder (its ``.langgraph_api`` goes there, never in the
+    repo). It gets no OpenAI key unless ``extra_env`` gives one; ``config`` is the
+    langgraph.json to serve (default: a copy of the project's, without the developer's .env).
     """
     port = free_port()
+    config = config or scratch_config(log.parent)
     env = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -68,9 +85,9 @@ def langgraph_dev(
                 "--port",
                 str(port),
                 "--config",
-                str(config or ROOT / "langgraph.json"),
+                str(config),
             ],
-            cwd=ROOT,
+            cwd=log.parent,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -52,6 +52,8 @@ Text = Annotated[StrictStr, Field(min_length=1), AfterValidator(_storable)]
 Count = Annotated[StrictInt, Field(ge=0)]
 Positive = Annotated[StrictInt, Field(ge=1)]
 Seconds = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]  # an int is a float too
+Model = Annotated[Text, {"__template_metadata__": {"kind": "llm"}}]
+"""A model spec, marked as a model the way LangGraph's templates mark theirs for Studio."""
 
 
 @dataclass(kw_only=True)
@@ -63,17 +65,26 @@ class Context:
     Every value is checked when the context is made (:func:`check_context`).
     """
 
-    planner_model: Text = field(
-        default_factory=lambda: os.environ.get("PLANEXEC_PLANNER_MODEL", "openai:gpt-4.1"),
-        metadata={"description": "Model that writes and revises plans (a strong one)."},
+    planner_model: Model = field(
+        default="openai:gpt-4.1",
+        metadata={
+            "description": "Model that writes and revises plans (a strong one). "
+            "Unset: $PLANEXEC_PLANNER_MODEL, else this default."
+        },
     )
-    executor_model: Text = field(
-        default_factory=lambda: os.environ.get("PLANEXEC_EXECUTOR_MODEL", "openai:gpt-4.1-mini"),
-        metadata={"description": "Model that carries out steps with no tool (a cheap one)."},
+    executor_model: Model = field(
+        default="openai:gpt-4.1-mini",
+        metadata={
+            "description": "Model that carries out steps with no tool (a cheap one). "
+            "Unset: $PLANEXEC_EXECUTOR_MODEL, else this default."
+        },
     )
-    evaluator_model: Text = field(
-        default_factory=lambda: os.environ.get("PLANEXEC_EVALUATOR_MODEL", "openai:gpt-4.1-mini"),
-        metadata={"description": "Model of the optional LLM judge."},
+    evaluator_model: Model = field(
+        default="openai:gpt-4.1-mini",
+        metadata={
+            "description": "Model of the optional LLM judge. "
+            "Unset: $PLANEXEC_EVALUATOR_MODEL, else this default."
+        },
     )
     llm_judge: StrictBool = field(
         default=False,
@@ -132,7 +143,10 @@ class Context:
     )
 
     def __post_init__(self) -> None:
-        """Refuse wrong values now, before a run starts (see :func:`check_context`)."""
+        """Take model defaults from the environment; refuse wrong values now (before a run)."""
+        for f in dataclasses.fields(self):
+            if f.name.endswith("_model") and getattr(self, f.name) == f.default:
+                setattr(self, f.name, os.environ.get(f"PLANEXEC_{f.name.upper()}", f.default))
         check_context(self)
 
 

@@ -25,10 +25,21 @@ def server_root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, server_root):
-    log = tmp_path_factory.mktemp("server") / "langgraph-dev.log"
+def server_folder(tmp_path_factory):
+    """The scratch folder ``langgraph dev`` runs in (its config, log and .langgraph_api)."""
+    return tmp_path_factory.mktemp("server")
+
+
+@pytest.fixture(scope="module")
+def server(server_folder, server_root):
+    log = server_folder / "langgraph-dev.log"
     with langgraph_dev(log, {"PLANEXEC_WORKSPACE_ROOT": str(server_root)}) as url:
         yield url
+
+
+def test_the_server_keeps_its_files_in_a_scratch_folder(server, server_folder):
+    assert (server_folder / ".langgraph_api").is_dir()
+    assert json.loads((server_folder / "langgraph.json").read_text())["env"] == {}
 
 
 def one_plan_script(path, plan) -> str:
