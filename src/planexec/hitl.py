@@ -1,0 +1,183 @@
+"""The plan approval in the ecosystem's human-in-the-loop shapes, and their answers.
+
+Two UIs read interrupts today: LangChain v1's ``HumanInTheLoopMiddleware`` request
+(``action_requests`` + ``review_configs``, answered with ``{"decisions": [...]}``; Agent Chat
+UI) and the legacy Agent Inbox request (``action_request`` + ``config`` + ``description``,
+answered with ``[{"type": "accept" | "edit" | "response" | "ignore", "args": ...}]``;
+``create-agent-chat-app``). planexec's interrupt carries its own keys and both requests, one
+action (:data:`ACTION`) whose args are the plan; :func:`planexec_answer` reads an answer in
+either style into planexec's own (``{"action": "approve" | "edit" | "reject" | "cancel"}``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain.agents.middleware.human_in_the_loop import (
+    ActionRequest,
+    DecisionType,
+    HITLRequest,
+    ReviewConfig,
+)
+from langgraph.prebuilt.interrupt import ActionRequest as LegacyActionRequest
+from langgraph.prebuilt.interrupt import HumanInterruptConfig
+from typing_extensions import TypedDict
+
+from planexec.state import PlanDoc
+
+ACTION = "run_plan"
+"""The one action the approval asks about: run this plan."""
+ARG_CELL = 80
+"""Characters of a step's args shown in the description's table."""
+
+
+class HitlFields(HITLRequest):
+    """The keys both UIs read, added to planexec's own interrupt payload."""
+
+    action_request: LegacyActionRequest
+    config: HumanInterruptConfig
+    description: str
+
+
+class ModelCallEstimate(TypedDict):
+    """Model calls the plan needs if no step is retried: at least ``low``, at most ``high``."""
+
+    low: int
+    high: int
+
+
+class HitlAnswerError(ValueError):
+    """A human-in-the-loop answer planexec cannot read; the message says why."""
+
+
+def plan_args(plan: PlanDoc) -> dict[str, Any]:
+    """The action's args: what a reviewer may edit (the goal and the steps)."""
+    return {"goal": plan["goal"], "steps": plan["steps"]}
+
+
+def estimate_model_calls(plan: PlanDoc, *, max_turns: int, judge: bool) -> ModelCallEstimate:
+    """Model calls running ``plan`` takes: its model steps' turns, and the judge's one call."""
+    model_steps = sum(1 for s in plan["steps"] if s["tool"] is None)
+    return ModelCallEstimate(
+        low=model_steps + int(judge), high=model_steps * max_turns + int(judge)
+    )
+
+
+def describe(
+    plan: PlanDoc, side_effect_tools: list[str], calls: ModelCallEstimate, problems: list[str]
+) -> str:
+    """A Markdown description of the plan for a reviewer: steps, side effects, model calls."""
+    lines = [
+        f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
+        "",
+        "| # | tool | args | after |",
+        "|---|------|------|-------|",
+    ]
+    for step in plan["steps"]:
+        tool = step["tool"] or "model" + (f" ({', '.join(step['tools'])})" if step["tools"] else "")
+        args = json.dumps(step["args"], ensure_ascii=False) if step["tool"] else step["description"]
+        after = ", ".join(str(d) for d in step["depends_on"])
+        lines.append(f"| {step['id']} | {_cell(tool, 60)} | {_cell(args, ARG_CELL)} | {after} |")
+    lines += [
+        "",
+        "Side-effecting tools: " + (", ".join(side_effect_tools) or "none") + ".",
+        f"Model calls to run it: {calls['low']}"
+        + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")
+        + " (if no step is retried).",
+    ]
+    if problems:
+        lines += ["", "**Cannot run as it is:** " + "; ".join(_cell(p, 200) for p in problems)]
+    return "\n".join(lines)
+
+
+def requests(plan: PlanDoc, description: str, *, can_approve: bool) -> HitlFields:
+    """Both UIs' requests for one action, :data:`ACTION`, whose args are the plan."""
+    args = plan_args(plan)
+    allowed: list[DecisionType] = (
+        ["approve", "edit", "reject"] if can_approve else ["edit", "reject"]
+    )
+    return HitlFields(
+        action_requests=[ActionRequest(name=ACTION, args=args, description=description)],
+        review_configs=[ReviewConfig(action_name=ACTION, allowed_decisions=allowed)],
+        action_request=LegacyActionRequest(action=ACTION, args=args),
+        config=HumanInterruptConfig(
+            allow_accept=can_approve, allow_edit=True, allow_respond=True, allow_ignore=True
+        ),
+        description=description,
+    )
+
+
+def planexec_answer(answer: Any) -> Any:
+    """Read a v1 or legacy human-in-the-loop answer into planexec's; others pass unchanged.
+
+    v1: approve; edit (the edited args are the plan); reject with a message (= reject with
+    that feedback) or without one (= cancel). Legacy: accept; edit; response (= reject with
+    the text as feedback); ignore (= cancel). One decision only: the request has one action.
+    """
+    if isinstance(answer, dict) and "decisions" in answer and "action" not in answer:
+        decisions = answer["decisions"]
+        if not isinstance(decisions, list) or len(decisions) != 1:
+            raise HitlAnswerError("give exactly one decision: the request has one action")
+        return _decision(decisions[0])
+    if isinstance(answer, list) and answer and all(isinstance(a, dict) for a in answer):
+        if len(answer) != 1:
+            raise HitlAnswerError("give exactly one response: the request has one action")
+        return _decision(answer[0])
+    if isinstance(answer, dict) and "type" in answer and "action" not in answer:
+        return _decision(answer)
+    return answer
+
+
+def _decision(decision: dict[str, Any]) -> dict[str, Any]:
+    kind = decision.get("type")
+    if kind in ("approve", "accept"):
+        return {"action": "approve"}
+    if kind == "edit":
+        return {"action": "edit", "plan": _edited_plan(decision)}
+    if kind == "reject":
+        message = decision.get("message")
+        if isinstance(message, str) and message.strip():
+            return {"action": "reject", "feedback": message}
+        return {"action": "cancel", "reason": "rejected without a message"}
+    if kind == "response":
+        text = decision.get("args")
+        if not isinstance(text, str) or not text.strip():
+            raise HitlAnswerError("a response needs text: the feedback for the planner")
+        return {"action": "reject", "feedback": text}
+    if kind == "ignore":
+        return {"action": "cancel", "reason": "ignored"}
+    raise HitlAnswerError(
+        f"unknown decision type {kind!r}: approve, edit or reject "
+        "(legacy: accept, edit, response or ignore)"
+    )
+
+
+def _edited_plan(decision: dict[str, Any]) -> dict[str, Any]:
+    """The plan in an edit: v1 ``edited_action`` or legacy ``args``; JSON text is read."""
+    if "edited_action" in decision:
+        action = decision["edited_action"]
+        name_key, args_key = "name", "args"
+    else:
+        action = decision.get("args")
+        name_key, args_key = "action", "args"
+    if not isinstance(action, dict) or not isinstance(action.get(args_key), dict):
+        raise HitlAnswerError("an edit needs the edited action: {name, args}")
+    if action.get(name_key, ACTION) != ACTION:
+        raise HitlAnswerError(f"an edit cannot change the action: it is {ACTION!r}")
+    plan = dict(action[args_key])
+    steps = plan.get("steps")
+    if isinstance(steps, str):  # Agent Chat UI sends an edited field as its textarea's text
+        try:
+            plan["steps"] = json.loads(steps)
+        except json.JSONDecodeError as exc:
+            raise HitlAnswerError(
+                f"the edited steps are not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+            ) from None
+    return plan
+
+
+def _cell(text: str, limit: int) -> str:
+    """``text`` fit for one Markdown table cell: one line, pipes escaped, cut at ``limit``."""
+    one_line = " ".join(text.split()).replace("|", "\\|")
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
