@@ -52,7 +52,7 @@ class HitlAnswerError(ValueError):
 
 
 def plan_args(plan: PlanDoc) -> dict[str, Any]:
-    """The action's args: what a reviewer may edit (the goal and the steps)."""
+    """Return the action's args: what a reviewer may edit (the goal and the steps)."""
     return {"goal": plan["goal"], "steps": plan["steps"]}
 
 
@@ -67,7 +67,7 @@ def estimate_model_calls(plan: PlanDoc, *, max_turns: int, judge: bool) -> Model
 def describe(
     plan: PlanDoc, side_effect_tools: list[str], calls: ModelCallEstimate, problems: list[str]
 ) -> str:
-    """A Markdown description of the plan for a reviewer: steps, side effects, model calls."""
+    """Describe the plan for a reviewer in Markdown: steps, side effects, model calls."""
     lines = [
         f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
         "",
@@ -92,7 +92,7 @@ def describe(
 
 
 def requests(plan: PlanDoc, description: str, *, can_approve: bool) -> HitlFields:
-    """Both UIs' requests for one action, :data:`ACTION`, whose args are the plan."""
+    """Build both UIs' requests for one action, :data:`ACTION`, whose args are the plan."""
     args = plan_args(plan)
     allowed: list[DecisionType] = (
         ["approve", "edit", "reject"] if can_approve else ["edit", "reject"]
@@ -154,7 +154,7 @@ def _decision(decision: dict[str, Any]) -> dict[str, Any]:
 
 
 def _edited_plan(decision: dict[str, Any]) -> dict[str, Any]:
-    """The plan in an edit: v1 ``edited_action`` or legacy ``args``; JSON text is read."""
+    """Return the plan in an edit (v1 ``edited_action``, legacy ``args``), JSON text read."""
     if "edited_action" in decision:
         action = decision["edited_action"]
         name_key, args_key = "name", "args"
