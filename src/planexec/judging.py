@@ -25,6 +25,7 @@ from planexec.state import StepDoc
 from planexec.tools.workspace import Workspace
 
 NOT_UNDERSTOOD = "the judge's reply was not understood; results accepted on cheap checks"
+"""The note added to the evaluation's reason when the judge's reply is not :class:`Verdicts`."""
 
 
 class Verdict(BaseModel):
