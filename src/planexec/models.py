@@ -12,11 +12,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
 
 from planexec.errors import ConfigurationError
 from planexec.scrubbed import ScrubbedChatModel
-from planexec.state import RoleUsage
+
+# Kept for runner.py's model step only, until it counts with planexec.usage.UsageCounter.
+from planexec.usage import usage_of as usage_of
 
 MISSING_KEY = (
     "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at an OpenAI-compatible "
@@ -89,31 +90,3 @@ def _openai_model(name: str, base_url: str | None) -> BaseChatModel:
     # planexec's RetryPolicy is the one retry layer (planexec.transient): the client makes one
     # request per call, so a call costs at most MODEL_RETRY.max_attempts requests, not 3 × 3.
     return ChatOpenAI(model=name, base_url=base_url, max_retries=0)
-
-
-MAX_TOKENS_PER_CALL = 2**40
-"""Token counts a reply claims beyond this are not believed (they would overflow the sums)."""
-
-
-def _tokens(value: object) -> int:
-    """Return a reply's token count as a plain int: 0 unless a sane non-negative integer."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return 0
-    return int(value) if 0 <= value <= MAX_TOKENS_PER_CALL else 0
-
-
-def usage_of(role: str, message: BaseMessage) -> dict[str, RoleUsage]:
-    """Count one model call and its tokens, for the state's ``usage`` reducer.
-
-    The counts come from the endpoint: anything but a sane non-negative integer counts as 0.
-    """
-    meta = getattr(message, "usage_metadata", None)
-    if not isinstance(meta, dict):
-        meta = {}
-    return {
-        role: RoleUsage(
-            calls=1,
-            input_tokens=_tokens(meta.get("input_tokens")),
-            output_tokens=_tokens(meta.get("output_tokens")),
-        )
-    }

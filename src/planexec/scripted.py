@@ -71,7 +71,10 @@ class ScriptedChatModel(BaseChatModel):
         tool_choice: str | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
-        """Accept tools like a real model; the script decides which calls come back."""
+        """Accept tools like a real model; the script decides which calls come back.
+
+        This is all ``with_structured_output`` (function calling) needs of a chat model.
+        """
         return self
 
     def _pick(self, prompt: str) -> ScriptedReply:

@@ -8,8 +8,8 @@ from graphlib import TopologicalSorter
 from hypothesis import HealthCheck, given, settings
 from pydantic import ValidationError
 
-from planexec.nodes.approval import Approve, Cancel, Edit, Reject, parse_decision
 from planexec.plan import Plan, PlanValidationError, iter_references, validate_plan
+from planexec.review.decisions import Approve, Cancel, Edit, Reject, parse_decision
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, sleep_for
 from tests.strategies import (

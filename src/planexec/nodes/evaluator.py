@@ -1,79 +1,26 @@
 """Evaluator node: check results against what steps were meant to produce, then decide.
 
-Cheap checks need no model: a succeeded step must have produced output, and the files its
-tool declares in its output (``file_fields``) must exist. The optional LLM judge
-(``llm_judge``) costs one call per round, for all newly finished steps together.
+Every newly succeeded step gets the cheap checks of :mod:`planexec.judging` (output present,
+declared files exist); with ``llm_judge`` the judge also sees them, in one call per round.
 Decisions: finish, retry, replan, give_up.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, Field, ValidationError
 
-from planexec import models, prompts
+from planexec import models
 from planexec.context import Context, context_of
-from planexec.errors import WorkspaceError
+from planexec.judging import cheap_problem, judge
 from planexec.outputs import OutputFileError, output_of
 from planexec.plan import current_records, topological_order
-from planexec.runner import summarize
 from planexec.sandbox import Sandbox
-from planexec.state import Evaluation, RoleUsage, State, StepDoc, StepRecord
+from planexec.state import Evaluation, State, StepDoc, StepRecord
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
-from planexec.tools.workspace import Workspace
-
-
-class Verdict(BaseModel):
-    """The judge's view of one step's result."""
-
-    step: int
-    ok: bool
-    reason: str = ""
-
-
-class Verdicts(BaseModel):
-    """The judge's verdicts on every step shown to it."""
-
-    verdicts: list[Verdict] = Field(default_factory=list)
-
-
-def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace) -> str | None:
-    """Return why an output cannot be right without asking a model, or None.
-
-    An empty output is a problem; so is a file the tool's declared ``file_fields`` name (text,
-    or a list of text) that is not in the workspace. No other field is taken for a file.
-    """
-    if output is None or (isinstance(output, str | dict | list) and not output):
-        return "the step produced no output"
-    if not file_fields or not isinstance(output, dict):
-        return None
-    for key in file_fields:
-        value = output.get(key)
-        paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
-        for path in paths:
-            problem = _missing_file(path, workspace) if isinstance(path, str) and path else None
-            if problem:
-                return f"its output names {_short(path)}{problem}"
-    return None
-
-
-def _missing_file(path: str, workspace: Workspace) -> str | None:
-    try:
-        if not workspace.resolve(path).exists():
-            return ", which does not exist"
-    except (WorkspaceError, OSError, ValueError) as exc:  # e.g. ENAMETOOLONG, a NUL
-        return f": {exc}"
-    return None
-
-
-def _short(text: str, limit: int = 80) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "…")
+from planexec.usage import UsageCounter
 
 
 def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
@@ -83,38 +30,6 @@ def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
         if any(d in roots or d in found for d in step["depends_on"]):
             found.add(step["id"])
     return found - roots
-
-
-def _judge(
-    state: State, outputs: dict[int, Any], ctx: Context
-) -> tuple[dict[int, Verdict], dict[str, RoleUsage], str]:
-    plan = state["plan"]
-    assert plan is not None
-    steps = {s["id"]: s for s in plan["steps"]}
-    ids = list(outputs)
-    shown = [
-        {
-            "step": i,
-            "description": steps[i]["description"],
-            "expected_output": steps[i]["expected_output"],
-            "result": summarize(output, 2000),
-        }
-        for i, output in outputs.items()
-    ]
-    model = models.load_chat_model(ctx.evaluator_model).bind_tools(
-        [Verdicts], tool_choice="Verdicts"
-    )
-    reply = model.invoke(
-        [SystemMessage(prompts.JUDGE_SYSTEM), HumanMessage(json.dumps(shown, indent=1))]
-    )
-    usage = models.usage_of("evaluator", reply)
-    for call in getattr(reply, "tool_calls", None) or []:
-        try:
-            parsed = Verdicts.model_validate(call["args"])
-        except ValidationError:
-            break
-        return {v.step: v for v in parsed.verdicts if v.step in ids}, usage, ""
-    return {}, usage, "the judge's reply was not understood; results accepted on cheap checks"
 
 
 def evaluate(
@@ -158,9 +73,15 @@ def evaluate(
     retry: list[int] = []
     judged = [sid for sid in fresh if records[str(sid)]["status"] == "succeeded"]
     if ctx.llm_judge and judged:
-        verdicts, usage, note = _judge(state, {sid: outputs[sid] for sid in judged}, ctx)
-        update["usage"] = usage
-        for sid, verdict in verdicts.items():
+        counter = UsageCounter("evaluator")
+        judgement = judge(
+            models.load_chat_model(ctx.evaluator_model),
+            plan["steps"],
+            {sid: outputs[sid] for sid in judged},
+            counter.config(),
+        )
+        update["usage"], note = counter.usage(), judgement.note
+        for sid, verdict in judgement.verdicts.items():
             rec = records[str(sid)]
             if not verdict.ok:
                 rec["status"] = "failed"

@@ -11,12 +11,13 @@ from langgraph.runtime import Runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
+from planexec.drafting import draft_plan
 from planexec.plan import plan_digest, to_doc
-from planexec.planning import request_plan
 from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
+from planexec.usage import UsageCounter
 
 MAX_LISTED_FILES = 50
 
@@ -59,20 +60,21 @@ def plan(
     """Ask the planner model for a plan; repair invalid ones a bounded number of times."""
     ctx = context_of(runtime.context)
     workspace = sandbox.for_run(ctx)
-    result = request_plan(
+    counter = UsageCounter("planner")
+    result = draft_plan(
         models.load_chat_model(ctx.planner_model),
         planner_messages(state, ctx, tools, workspace),
         tools,
-        role="planner",
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
+        config=counter.config(),
     )
     if result.plan is None:
         return {
             "error": f"the planner gave no valid plan in {result.attempts} attempts: "
             + "; ".join(result.errors[:10]),
             "planning_errors": result.errors,
-            "usage": result.usage,
+            "usage": counter.usage(),
         }
     previous = state.get("plan")
     doc = to_doc(result.plan, version=(previous["version"] + 1) if previous else 1)
@@ -89,7 +91,7 @@ def plan(
         "evaluation": None,
         "final": None,
         "replans": 0,
-        "usage": result.usage,
+        "usage": counter.usage(),
     }
     if previous:
         update["revisions"] = [

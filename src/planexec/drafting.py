@@ -1,0 +1,92 @@
+"""Drafting a plan with a model: ask for one, validate it, send the errors back (bounded).
+
+The planner node drafts a plan for the task, the replanner one for the remaining work; both
+call :func:`draft_plan`. The schema and its validation are :mod:`planexec.plan`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.utils.json import parse_json_markdown
+
+from planexec import prompts
+from planexec.plan import Plan, PlanValidationError, validate_plan
+from planexec.storable import storable_text
+from planexec.tools.registry import ToolRegistry
+
+
+@dataclass
+class Draft:
+    """The outcome of a drafting conversation: a valid plan, or the last errors."""
+
+    plan: Plan | None
+    errors: list[str]
+    attempts: int = 0
+
+
+def plan_data(reply: BaseMessage) -> tuple[Any, str | None]:
+    """Extract the plan JSON from a model reply: the Plan tool call, or JSON text.
+
+    Returns ``(data, None)``, or ``(None, problem)`` when the reply holds no readable plan.
+    JSON text may be fenced as Markdown (```json … ```).
+    """
+    for call in getattr(reply, "tool_calls", None) or []:
+        if call["name"] == "Plan":
+            return call["args"], None
+    for bad in getattr(reply, "invalid_tool_calls", None) or []:
+        return None, f"the Plan tool call's arguments are not valid JSON: {bad.get('error')}"
+    text = reply.content if isinstance(reply.content, str) else ""
+    if text.strip():
+        try:  # json.loads, not the default partial parser: a cut-off plan is not a plan
+            return parse_json_markdown(text, parser=json.loads), None
+        except ValueError as exc:  # JSONDecodeError, or a number past Python's digit limit
+            return None, f"the reply is neither a Plan tool call nor valid JSON: {exc}"
+    return None, "the reply contained no plan: call the Plan tool"
+
+
+def draft_plan(
+    model: BaseChatModel,
+    messages: list[BaseMessage],
+    tools: ToolRegistry,
+    *,
+    max_steps: int,
+    max_repairs: int,
+    kept: frozenset[int] = frozenset(),
+    config: RunnableConfig | None = None,
+) -> Draft:
+    """Ask for a plan; while it is invalid, send the errors back, at most ``max_repairs`` times.
+
+    ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s).
+    """
+    bound = model.bind_tools([Plan], tool_choice="Plan")
+    conversation = list(messages)
+    draft = Draft(plan=None, errors=[])
+    for _ in range(max_repairs + 1):
+        reply = bound.invoke(conversation, config)
+        draft.attempts += 1
+        data, problem = plan_data(reply)
+        if problem is None:
+            try:
+                draft.plan = validate_plan(data, tools, max_steps=max_steps, kept=kept)
+            except PlanValidationError as exc:
+                draft.errors = [storable_text(e) for e in exc.errors]
+            else:
+                draft.errors = []
+                return draft
+        else:
+            draft.errors = [storable_text(problem)]  # it may quote the model's raw reply
+        shown = json.dumps(data, indent=1, default=str)[:20_000] if data is not None else "(none)"
+        conversation.append(
+            HumanMessage(
+                prompts.PLAN_REPAIR.format(
+                    errors="\n".join(f"- {e}" for e in draft.errors[:50]), plan=shown
+                )
+            )
+        )
+    return draft

@@ -1,0 +1,114 @@
+"""Judging step results against what the steps were meant to produce.
+
+Cheap checks need no model (:func:`cheap_problem`): a result must not be empty, and the files
+its tool declares in its output must exist. The optional LLM judge (:func:`judge`) sees every
+newly finished step of a round in one call and answers with structured :class:`Verdicts`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+from pydantic import BaseModel, Field
+
+from planexec import prompts
+from planexec.errors import WorkspaceError
+from planexec.runner import summarize
+from planexec.secrets import redact
+from planexec.state import StepDoc
+from planexec.tools.workspace import Workspace
+
+NOT_UNDERSTOOD = "the judge's reply was not understood; results accepted on cheap checks"
+"""The note added to the evaluation's reason when the judge's reply is not :class:`Verdicts`."""
+
+
+class Verdict(BaseModel):
+    """The judge's view of one step's result."""
+
+    step: int
+    ok: bool
+    reason: str = ""
+
+
+class Verdicts(BaseModel):
+    """The judge's verdicts on every step shown to it."""
+
+    verdicts: list[Verdict] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The verdicts on the steps shown (by step id), and a note when the reply was unusable."""
+
+    verdicts: dict[int, Verdict]
+    note: str = ""
+
+
+def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace) -> str | None:
+    """Return why an output cannot be right without asking a model, or None.
+
+    An empty output is a problem; so is a file the tool's declared ``file_fields`` name (text,
+    or a list of text) that is not in the workspace. No other field is taken for a file.
+    """
+    if output is None or (isinstance(output, str | dict | list) and not output):
+        return "the step produced no output"
+    if not file_fields or not isinstance(output, dict):
+        return None
+    for key in file_fields:
+        value = output.get(key)
+        paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+        for path in paths:
+            problem = _missing_file(path, workspace) if isinstance(path, str) and path else None
+            if problem:
+                return f"its output names {_short(path)}{problem}"
+    return None
+
+
+def _missing_file(path: str, workspace: Workspace) -> str | None:
+    try:
+        if not workspace.resolve(path).exists():
+            return ", which does not exist"
+    except (WorkspaceError, OSError, ValueError) as exc:  # e.g. ENAMETOOLONG, a NUL
+        return f": {exc}"
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def judge(
+    model: BaseChatModel,
+    steps: list[StepDoc],
+    outputs: dict[int, Any],
+    config: RunnableConfig | None = None,
+) -> Judgement:
+    """Ask the judge, in one call, whether each output fits what its step was expected to give.
+
+    Verdicts on steps not shown are dropped; a reply that is not valid :class:`Verdicts`
+    gives none, and a note saying so.
+    """
+    by_id = {s["id"]: s for s in steps}
+    shown = [
+        {
+            "step": i,
+            "description": by_id[i]["description"],
+            "expected_output": by_id[i]["expected_output"],
+            "result": summarize(output, 2000),
+        }
+        for i, output in outputs.items()
+    ]
+    messages = [SystemMessage(prompts.JUDGE_SYSTEM), HumanMessage(json.dumps(shown, indent=1))]
+    structured = model.with_structured_output(Verdicts, include_raw=True)
+    # the structured-output chain reports its input to callbacks before the model scrubs it
+    reply = structured.invoke(redact(messages), config)
+    parsed = reply.get("parsed") if isinstance(reply, dict) else None
+    if not isinstance(parsed, Verdicts):
+        return Judgement(verdicts={}, note=NOT_UNDERSTOOD)
+    return Judgement(verdicts={v.step: v for v in parsed.verdicts if v.step in outputs})

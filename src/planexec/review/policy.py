@@ -1,0 +1,44 @@
+"""Approval policies: whether the current plan must be shown to a human."""
+
+from __future__ import annotations
+
+from planexec.context import ApprovalPolicy
+from planexec.plan import step_tools
+from planexec.state import State
+from planexec.tools.registry import ToolRegistry
+
+POLICY_ORDER: dict[ApprovalPolicy, int] = {"never": 0, "first": 1, "always": 2}
+
+
+def effective_policy(operator: ApprovalPolicy, requested: ApprovalPolicy) -> ApprovalPolicy:
+    """Return the stricter of the operator's policy and the one a run asks for.
+
+    A run (its context, e.g. over the API) may ask for more approvals, never for fewer.
+    """
+    return max(operator, requested, key=POLICY_ORDER.__getitem__)
+
+
+def needs_approval(state: State, policy: ApprovalPolicy, tools: ToolRegistry, digest: str) -> bool:
+    """Decide from the policy whether the current plan must be shown to a human.
+
+    ``first`` lets only a replanner's own revision run without asking: unchanged since the
+    replanner wrote it, made from the approved plan, and adding no step that may call a
+    side-effecting tool.
+    """
+    if policy == "never":
+        return False
+    if policy == "always":
+        return True
+    approved, proposed, plan = state.get("approved"), state.get("proposed"), state["plan"]
+    assert plan is not None
+    if not approved or not proposed or proposed.get("by") != "replanner":
+        return True
+    if proposed.get("digest") != digest or proposed.get("base") != approved["digest"]:
+        return True
+    added = set(proposed.get("added") or [])
+    return any(
+        tools.has_side_effects(t)
+        for step in plan["steps"]
+        if step["id"] in added
+        for t in step_tools(step)
+    )
