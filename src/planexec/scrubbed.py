@@ -31,6 +31,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, ensure_config
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME
@@ -180,12 +181,17 @@ class ScrubbedChatModel(BaseChatModel):
         secrets = secret_values()
         if stop is not None:
             kwargs["stop"] = stop
+        # A provider model's bound tools (a RunnableBinding) merge the caller's config back
+        # in, callbacks included: run the raw call outside of any parent config.
+        token = var_child_runnable_config.set(None)
         try:
             with quiet():
                 reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise
+        finally:
+            var_child_runnable_config.reset(token)
         return _scrubbed_result(reply, secrets)
 
     async def _agenerate(
@@ -198,12 +204,17 @@ class ScrubbedChatModel(BaseChatModel):
         secrets = secret_values()
         if stop is not None:
             kwargs["stop"] = stop
+        # A provider model's bound tools (a RunnableBinding) merge the caller's config back
+        # in, callbacks included: run the raw call outside of any parent config.
+        token = var_child_runnable_config.set(None)
         try:
             with quiet():
                 reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise
+        finally:
+            var_child_runnable_config.reset(token)
         return _scrubbed_result(reply, secrets)
 
 

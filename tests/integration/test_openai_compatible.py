@@ -139,11 +139,6 @@ def test_the_judge_answers_with_structured_verdicts_over_the_wire(
     assert usage["planner"] == {"calls": 1, "input_tokens": 123, "output_tokens": 45}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scrubbed.ScrubbedChatModel: a provider's bound model (a RunnableBinding) takes the "
-    "caller's callbacks from the config context, so its raw call is reported (and counted) too",
-)
 def test_a_provider_models_own_call_reports_to_no_callback(openai_server, monkeypatch, workspace):
     from langchain_core.tracers.base import BaseTracer
 

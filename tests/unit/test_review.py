@@ -34,7 +34,8 @@ def test_text_that_is_not_json_names_the_action():
 
 
 @pytest.mark.parametrize(
-    "answer", [None, 3, "maybe", {"action": "approve", "extra": 1}, {"action": "reject"}]
+    "answer",
+    [None, 3, "maybe", "1" * 5000, {"action": "approve", "extra": 1}, {"action": "reject"}],
 )
 def test_anything_else_is_refused_saying_what_is_expected(answer):
     with pytest.raises(AnswerRefused, match="^answer not understood") as refused:

@@ -76,7 +76,7 @@ def planexec_answer(answer: Any) -> Any:
     if isinstance(answer, str):
         try:
             return json.loads(answer)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON (or a number past Python's digit limit): an action name
             return {"action": answer.strip().lower()}
     return answer
 
