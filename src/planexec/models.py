@@ -1,4 +1,9 @@
-"""Chat models by name: ``openai:MODEL`` (any OpenAI-compatible endpoint) or ``scripted:PATH``.
+"""Chat models by name: ``provider:model`` through LangChain's ``init_chat_model``.
+
+Any provider whose integration package is installed works (``openai:gpt-4.1``,
+``anthropic:claude-sonnet-4-5``, ``ollama:llama3.1``; ``openai`` also reaches any
+OpenAI-compatible server through ``OPENAI_BASE_URL``), and ``scripted:PATH`` replays recorded
+replies offline. A spec without a provider is an OpenAI model.
 
 Nodes call ``models.load_chat_model(...)``, which returns every model scrubbed of secrets
 (:class:`planexec.scrubbed.ScrubbedChatModel`); tests patch ``provider_model``, the one place
@@ -35,7 +40,11 @@ def load_chat_model(spec: str) -> BaseChatModel:
 
 
 def provider_model(spec: str) -> BaseChatModel:
-    """Return the provider's model named by ``spec`` (``provider:model``, openai by default)."""
+    """Return the provider's model named by ``spec`` (``provider:model``, openai by default).
+
+    Raise :class:`ConfigurationError` in one line for a missing OpenAI key, an unknown
+    provider, or a provider whose package is not installed.
+    """
     provider, sep, name = spec.partition(":")
     if not sep:
         provider, name = "openai", spec
@@ -43,13 +52,41 @@ def provider_model(spec: str) -> BaseChatModel:
         from planexec.scripted import ScriptedChatModel
 
         return ScriptedChatModel.from_file(scripted_path(name))
-    if provider == "openai":
-        if not os.environ.get("OPENAI_API_KEY"):
-            raise ConfigurationError(MISSING_KEY)
-        return _openai_model(name, os.environ.get("OPENAI_BASE_URL"))
-    raise ConfigurationError(
-        f"unknown model provider {provider!r} in {spec!r}: use openai:MODEL or scripted:PATH"
-    )
+    if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
+        raise ConfigurationError(MISSING_KEY)
+    base_url = os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
+    return _initialised(provider, name, base_url)
+
+
+# Providers whose clients retry by themselves: planexec's RetryPolicy is the one retry layer
+# (planexec.errors), so their clients make one request per call (a call costs at most
+# MODEL_RETRY.max_attempts requests, not 3 x 3).
+CLIENT_RETRIES = frozenset({"openai", "azure_openai", "anthropic", "groq", "deepseek", "xai"})
+
+
+@lru_cache(maxsize=32)
+def _initialised(provider: str, name: str, base_url: str | None) -> BaseChatModel:
+    from langchain.chat_models import init_chat_model
+
+    options: dict[str, object] = {"max_retries": 0} if provider in CLIENT_RETRIES else {}
+    if base_url:
+        options["base_url"] = base_url
+    try:
+        return init_chat_model(name, model_provider=provider, **options)
+    except ImportError as exc:
+        raise ConfigurationError(f"model {provider}:{name}: {_first_line(exc)}") from None
+    except ValueError as exc:
+        raise ConfigurationError(
+            f"unknown model provider {provider!r} in {provider}:{name} "
+            f"({_first_line(exc)} ...): use provider:model with an installed LangChain "
+            "integration, or scripted:PATH"
+        ) from None
+    except Exception as exc:  # a provider's own check (e.g. its key), made when it is built
+        raise ConfigurationError(f"model {provider}:{name}: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 SCRIPTED_DIR_ENV = "PLANEXEC_SCRIPTED_DIR"
@@ -81,12 +118,3 @@ def scripted_path(name: str) -> str:
             f"{MAX_SCRIPT_BYTES // 2**20} MB"
         )
     return str(path)
-
-
-@lru_cache(maxsize=16)
-def _openai_model(name: str, base_url: str | None) -> BaseChatModel:
-    from langchain_openai import ChatOpenAI
-
-    # planexec's RetryPolicy is the one retry layer (planexec.transient): the client makes one
-    # request per call, so a call costs at most MODEL_RETRY.max_attempts requests, not 3 × 3.
-    return ChatOpenAI(model=name, base_url=base_url, max_retries=0)
