@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
@@ -68,11 +69,12 @@ CLIENT_RETRIES = frozenset({"openai", "azure_openai", "anthropic", "groq", "deep
 def _initialised(provider: str, name: str, base_url: str | None) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
-    options: dict[str, object] = {"max_retries": 0} if provider in CLIENT_RETRIES else {}
+    options: dict[str, Any] = {"max_retries": 0} if provider in CLIENT_RETRIES else {}
     if base_url:
         options["base_url"] = base_url
     try:
-        return init_chat_model(name, model_provider=provider, **options)
+        model: BaseChatModel = init_chat_model(name, model_provider=provider, **options)
+        return model
     except ImportError as exc:
         raise ConfigurationError(f"model {provider}:{name}: {_first_line(exc)}") from None
     except ValueError as exc:
