@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from planexec.errors import ToolError
-from planexec.plan import step_tools
+from planexec.plandoc import step_tools
 from planexec.secrets import redact
 from planexec.state import RefusedCall, StepDoc
 from planexec.storable import to_storable

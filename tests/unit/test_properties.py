@@ -9,7 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from pydantic import ValidationError
 
 from planexec.nodes.approval import Approve, Cancel, Edit, Reject, parse_decision
-from planexec.plan import Plan, PlanValidationError, iter_references, validate_plan
+from planexec.plan import Plan, PlanValidationError, validate_plan
+from planexec.references import iter_references
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, sleep_for
 from tests.strategies import (

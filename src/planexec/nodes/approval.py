@@ -29,15 +29,9 @@ from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from planexec.context import ApprovalPolicy, Context, context_of
-from planexec.plan import (
-    PlanValidationError,
-    plan_digest,
-    plan_tools,
-    step_tools,
-    to_doc,
-    topological_order,
-    validate_plan,
-)
+from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.plandoc import plan_digest, plan_tools, step_tools, topological_order
+from planexec.records import pending_record, record_key
 from planexec.state import (
     ApprovalRecord,
     ApprovedPlan,
@@ -316,7 +310,7 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
             kept.add(step["id"])
             records[str(step["id"])] = rec
         else:
-            records[str(step["id"])] = StepRecord(status="pending", attempts=0)
+            records[record_key(step["id"])] = pending_record()
     return {
         **_approved(new_plan, digest, "edit"),
         "plan": new_plan,
