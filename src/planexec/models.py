@@ -86,7 +86,7 @@ def scripted_path(name: str) -> str:
 def _openai_model(name: str, base_url: str | None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    # planexec's RetryPolicy is the one retry layer (planexec.transient): the client makes one
+    # planexec's RetryPolicy is the one retry layer (errors.is_transient): the client makes one
     # request per call, so a call costs at most MODEL_RETRY.max_attempts requests, not 3 × 3.
     return ChatOpenAI(model=name, base_url=base_url, max_retries=0)
 

@@ -51,7 +51,7 @@ class Refusals:
 
     step_id: int
     notify: Callable[[dict[str, Any]], None]
-    """Streams an event (the runner's writer, which also redacts)."""
+    """Streams an event (the step's writer, which also redacts)."""
     secrets: list[str]
     attempt: int = 1
     kept: list[RefusedCall] = field(default_factory=list)
