@@ -28,6 +28,8 @@ CANCEL_GRACE = 0.1
 Make = Callable[[], Coroutine[Any, Any, Any]]
 
 
+# Not anyio.to_thread.run_sync(abandon_on_cancel=True): its threads are not daemons (a hung tool
+# would keep the process alive), share a limit of 40 per loop, and run no event loop of their own.
 class OffLoopCall:
     """One call on a worker thread of its own; an async function runs on the worker's loop."""
 

@@ -9,41 +9,28 @@ A step's journey, one module each, top to bottom:
 * :mod:`~planexec.execution.retries` which failed attempts are tried again, and when;
 * :mod:`~planexec.execution.calls` one tool call, scrubbed, its failure described;
 * :mod:`~planexec.execution.model_step` a ``"tool": null`` step's model loop;
-* :mod:`~planexec.execution.outcomes` what a step task returns, and the record made of it.
+* :mod:`~planexec.execution.outcomes` what a step task returns, and the records made of it.
+
+Below it: :mod:`planexec.toolcalls` (calls off the loop, time limits), :mod:`planexec.outputs`
+(inline or spilled outputs), :mod:`planexec.references` (``$N``), :mod:`planexec.records`.
 """
 
-from planexec.execution.outcomes import (
-    StepOutcome,
-    outcome,
-    records_after,
-    round_usage,
-    to_record,
-)
-from planexec.execution.round import ExecutionRound, current_round, open_round, running
-from planexec.execution.scheduling import DependencyGate, StepLoop
-from planexec.execution.tasks import (
-    publisher,
-    result_of,
-    round_outcomes,
-    run_step_async,
-    run_step_blocking,
-)
+from planexec.execution.outcomes import StepOutcome, outcome, records_after, round_usage
+from planexec.execution.round import ExecutionRound, open_round, running
+from planexec.execution.scheduling import DependencyGate
+from planexec.execution.tasks import publisher, round_outcomes, run_step_async, run_step_blocking
 
 __all__ = [
     "DependencyGate",
     "ExecutionRound",
-    "StepLoop",
     "StepOutcome",
-    "current_round",
     "open_round",
     "outcome",
     "publisher",
     "records_after",
-    "result_of",
     "round_outcomes",
     "round_usage",
     "run_step_async",
     "run_step_blocking",
     "running",
-    "to_record",
 ]

@@ -1,7 +1,8 @@
 """What a step task returns (:class:`StepOutcome`), and how it becomes the step's record.
 
 A task's result is kept in the checkpoint, so an outcome is JSON with every secret removed; the
-executor node turns each into a :class:`~planexec.state.StepRecord` (:func:`to_record`).
+executor node turns a round's outcomes into step records (:func:`records_after`) and sums the
+LLM usage they counted (:func:`round_usage`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from planexec.secrets import redact
 from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepRecord, add_usage
 from planexec.storable import storable_text
 
-Finished = Literal["succeeded", "failed", "skipped"]
+Finished = Literal["succeeded", "failed", "skipped"]  # a StepStatus other than "pending"
 
 
 class StepOutcome(TypedDict):
