@@ -86,7 +86,8 @@ def open_round(
     assert plan is not None, "the executor needs an approved plan"
     context = context_of(get_runtime(Context).context)
     current = current_records(plan, state.get("steps") or {})
-    earlier = {int(sid): earlier_outcome(int(sid), rec) for sid, rec in current.items()}
+    records = {s["id"]: current[record_key(s["id"])] for s in plan["steps"]}
+    earlier = {sid: earlier_outcome(sid, rec) for sid, rec in records.items()}
     round_ = ExecutionRound(
         plan=plan,
         tools=tools,
@@ -98,7 +99,7 @@ def open_round(
         store=StoreGuard.of(config, asynchronous=asynchronous),
     )
     order = topological_order(plan["steps"])
-    return round_, [s for s in order if current[record_key(s["id"])]["status"] == "pending"]
+    return round_, [s for s in order if records[s["id"]]["status"] == "pending"]
 
 
 _ROUND: contextvars.ContextVar[ExecutionRound] = contextvars.ContextVar("planexec_round")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -95,6 +96,14 @@ async def _attempts(
     max_attempts = max(1, ctx.step_max_attempts)
     usage: dict[str, RoleUsage] = {}
     refusals = Refusals(sid, write, round_.secrets)
+    ended = partial(  # what both endings record
+        outcome,
+        sid,
+        started_at=started,
+        usage=usage,
+        secrets=round_.secrets,
+        refused_calls=refusals.kept,
+    )
     attempts, error = 0, "not run"
     while attempts < max_attempts:
         attempts += 1
@@ -115,29 +124,11 @@ async def _attempts(
             break
         summary = summary_of(output, output_file)
         write({"event": "step_finished", "step": sid, "summary": summary, "at": now()})
-        return outcome(
-            sid,
-            "succeeded",
-            attempts=attempts,
-            started_at=started,
-            output=output,
-            output_file=output_file,
-            summary=summary,
-            usage=usage,
-            secrets=round_.secrets,
-            refused_calls=refusals.kept,
+        return ended(
+            "succeeded", attempts=attempts, output=output, output_file=output_file, summary=summary
         )
     write({"event": "step_failed", "step": sid, "error": error})
-    return outcome(
-        sid,
-        "failed",
-        attempts=attempts,
-        started_at=started,
-        error=error,
-        usage=usage,
-        secrets=round_.secrets,
-        refused_calls=refusals.kept,
-    )
+    return ended("failed", attempts=attempts, error=error)
 
 
 async def _attempt(
