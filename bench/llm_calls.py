@@ -31,7 +31,7 @@ from planexec import (  # noqa: E402
     use_workspace,
 )
 from planexec.nodes.planner import planner_messages  # noqa: E402
-from planexec.plan import resolve_references  # noqa: E402
+from planexec.references import resolve_references  # noqa: E402
 from planexec.sandbox import Sandbox  # noqa: E402
 from planexec.scripted import ScriptedChatModel, ScriptedReply  # noqa: E402
 

@@ -1,11 +1,30 @@
-"""Exceptions planexec raises, each with a message meant for a person to read.
+"""Exceptions planexec raises, and the one definition of a transient error.
 
 Every planexec error is a ``ValueError``: the LangGraph API server (and so Studio and the SDK)
 shows the message of ValueError-family errors and hides every other one behind "An internal
 error occurred".
+
+A transient error (:func:`is_transient`) may pass if the same call is made again a little later:
+a tool's :class:`TransientToolError`, a timeout, a dropped connection, and from an HTTP client
+(openai, httpx, requests) a connection failure, a timeout, or the HTTP statuses the OpenAI client
+itself treats as retryable (408, 409, 429 and 5xx). Anything else (a bad request, a refused key,
+a tool's :class:`ToolError`, a bug) fails the same way every time and is not retried.
+
+Two layers retry, each with this definition and each bounded:
+
+* a model node (planner, evaluator, replanner) by LangGraph's ``RetryPolicy``
+  (``planexec.graph.MODEL_RETRY``); the OpenAI client itself does not retry
+  (``max_retries=0``), so one model call makes at most ``MODEL_RETRY.max_attempts`` requests;
+* a step (a tool call, or a tool-less step's model conversation) by the executor, at most
+  ``Context.step_max_attempts`` times.
 """
 
 from __future__ import annotations
+
+import sys
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+"""HTTP statuses below 500 worth trying again (as the OpenAI client's own retry rule)."""
 
 
 class PlanexecError(ValueError):
@@ -33,3 +52,32 @@ class PlanNotApprovedError(PlanexecError):
 
     The executor records it and sends the plan back to approval; nothing runs.
     """
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Say whether ``exc`` may pass if the same call is made again later."""
+    if isinstance(exc, TransientToolError | TimeoutError | ConnectionError):
+        return True
+    # HTTP clients tools and models use; a library that is not imported raised nothing
+    openai, httpx, requests = (sys.modules.get(n) for n in ("openai", "httpx", "requests"))
+    if openai is not None:
+        if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
+            return True
+        if isinstance(exc, openai.APIStatusError):
+            return _retryable_status(exc.status_code)
+    if httpx is not None:
+        if isinstance(exc, httpx.TransportError):  # connect/read timeouts, dropped connections
+            return True
+        if isinstance(exc, httpx.HTTPStatusError):
+            return _retryable_status(exc.response.status_code)
+    if requests is not None:
+        if isinstance(exc, requests.ConnectionError | requests.Timeout):
+            return True
+        if isinstance(exc, requests.HTTPError) and exc.response is not None:
+            return _retryable_status(exc.response.status_code)
+    return False
+
+
+def _retryable_status(status: object) -> bool:
+    code = status if isinstance(status, int) else 0
+    return code in RETRYABLE_STATUS or 500 <= code <= 599

@@ -19,13 +19,12 @@ from langgraph.types import RetryPolicy
 from planexec import routing
 from planexec.admission import PlanexecGraph, admit
 from planexec.context import ApprovalPolicy, Context
-from planexec.errors import ConfigurationError
+from planexec.errors import ConfigurationError, is_transient
 from planexec.nodes import approval as approval_node
 from planexec.nodes import evaluator, executor, finalizer, planner, replanner
 from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
-from planexec.transient import is_transient
 
 # Under sync ``invoke`` each step task holds a worker thread while its step waits and runs;
 # LangGraph sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how

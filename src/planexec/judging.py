@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from planexec import prompts
 from planexec.errors import WorkspaceError
-from planexec.runner import summarize
+from planexec.outputs import summarize
 from planexec.secrets import redact
 from planexec.state import StepDoc
 from planexec.tools.workspace import Workspace

@@ -22,9 +22,6 @@ from langchain_core.language_models import BaseChatModel
 from planexec.errors import ConfigurationError
 from planexec.scrubbed import ScrubbedChatModel
 
-# Kept for runner.py's model step only, until it counts with planexec.usage.UsageCounter.
-from planexec.usage import usage_of as usage_of
-
 MISSING_KEY = (
     "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at an OpenAI-compatible "
     "server (Ollama, vLLM, llama.cpp) and set OPENAI_API_KEY to any value"

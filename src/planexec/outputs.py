@@ -1,6 +1,6 @@
-"""Spilled step outputs: large outputs kept in files planexec owns, outside every workspace.
+"""Step outputs: kept in state when small, spilled to files planexec owns when large, previewed.
 
-A step record keeps a small output in ``output``; a large one is written to
+A step record keeps a small output in ``output`` (:func:`keep_output`); a large one is written to
 ``OUTPUTS/<uuid>.json`` and the record keeps an :class:`~planexec.state.OutputFile` (id, size,
 sha256, preview) in its own field, ``output_file``, which only the executor writes: no value a
 tool returns can be taken for a reference. Each spill gets a fresh uuid, so a fork or a retry
@@ -20,8 +20,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from planexec.errors import PlanexecError
+from planexec.errors import PlanexecError, ToolError
+from planexec.offloop import run_in_thread
 from planexec.state import OutputFile
+
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+"""Largest output a step may return (as JSON text); a larger one fails the step."""
+PREVIEW_CHARS = 200
+"""Length of a spilled output's preview."""
 
 _ID = re.compile(r"[0-9a-f]{32}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
@@ -94,3 +100,36 @@ def output_of(record: Mapping[str, Any], store: OutputStore) -> Any:
     if not isinstance(ref, Mapping):
         raise OutputFileError("the step's output file record is malformed")
     return store.load(ref)
+
+
+async def keep_output(
+    value: Any, store: OutputStore, inline_limit: int
+) -> tuple[Any, OutputFile | None]:
+    """Keep a small (storable) output as is; spill a large one to ``store``.
+
+    Returns ``(output, None)`` for an output kept in state, ``(None, output_file)`` for a
+    spilled one. Raises :class:`~planexec.errors.ToolError` past :data:`MAX_OUTPUT_BYTES`.
+    """
+    text = json.dumps(value, ensure_ascii=False)
+    size = len(text.encode("utf-8"))
+    if size > MAX_OUTPUT_BYTES:
+        raise ToolError(f"the output is {size} bytes; at most {MAX_OUTPUT_BYTES} are kept")
+    if size <= inline_limit:
+        return value, None
+    preview = summarize(value, PREVIEW_CHARS)
+    saved: OutputFile = await run_in_thread(lambda: store.save(text, preview))  # file I/O
+    return None, saved
+
+
+def summarize(output: Any, limit: int = 240) -> str:
+    """Return a one-line preview of an output."""
+    text = output if isinstance(output, str) else json.dumps(output, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def summary_of(output: Any, output_file: OutputFile | None) -> str:
+    """Return a step's one-line summary, from its output or its spilled output's preview."""
+    if output_file is None:
+        return summarize(output)
+    return f"{output_file['preview']} ({output_file['bytes']:,} bytes, kept in a file)"

@@ -11,7 +11,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from planexec import prompts
-from planexec.plan import topological_order
+from planexec.plandoc import topological_order
 from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 

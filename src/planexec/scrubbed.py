@@ -10,7 +10,7 @@ raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
 * :class:`ScrubbedChatModel` wraps a chat model (``models.load_chat_model`` returns every
   model this way). It never streams tokens: a secret split across tokens could not be
   recognised, so the ``messages`` stream gets each reply whole, scrubbed.
-* :class:`ToolRun` is the stand-in of one tool call (``runner.call_tool`` makes it); the real
+* :class:`ToolRun` is the stand-in of one tool call (``execution.calls`` makes it); the real
   call runs inside :func:`quiet` with :func:`quiet_config`, whose stream writer scrubs what
   the tool itself writes to the ``custom`` stream.
 """

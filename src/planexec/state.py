@@ -1,7 +1,7 @@
 """Graph state: the plan artifact, its revisions and every step's record, all JSON-native.
 
-Pydantic models (``planexec.plan``) validate plans at the model and human boundaries;
-state stores their ``model_dump()`` so checkpoints, Studio and the API see plain JSON.
+Pydantic models (``planexec.plan``) validate plans at the model and human boundaries; state
+stores their ``model_dump()`` so checkpoints, Studio and the API see plain JSON.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-StepStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+StepStatus = Literal["pending", "succeeded", "failed", "skipped"]
 ApprovalAction = Literal["approve", "edit", "reject", "cancel", "auto", "refused", "not_approved"]
 Decision = Literal["finish", "retry", "replan", "give_up"]
 FinalStatus = Literal["succeeded", "partial", "failed", "cancelled"]
@@ -82,10 +82,7 @@ class RefusedCall(TypedDict):
 
 
 class OutputFile(TypedDict):
-    """Where a step's large output was spilled: a file planexec owns, outside every workspace.
-
-    Only the executor writes this field; a tool's output can never become one.
-    """
+    """A large output's file, outside every workspace; only the executor writes this field."""
 
     id: str
     bytes: int
@@ -94,13 +91,12 @@ class OutputFile(TypedDict):
 
 
 class StepRecord(TypedDict, total=False):
-    """What happened to one step of the current plan.
+    """What happened to one step of the current plan (keyed and made in :mod:`planexec.records`).
 
     ``step_digest`` names the exact step content the result belongs to: a record whose step
     was changed since (by an edit, a state edit or a fork) no longer counts as finished.
-
-    A large output is not in ``output`` (which is then None) but in the file ``output_file``
-    names; read outputs with :func:`planexec.outputs.output_of`.
+    A large output is not in ``output`` (then None) but in the file ``output_file`` names;
+    read outputs with :func:`planexec.outputs.output_of`.
     """
 
     status: StepStatus

@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from planexec.errors import ToolError
-from planexec.plan import step_tools
+from planexec.plandoc import step_tools
 from planexec.secrets import redact
 from planexec.state import RefusedCall, StepDoc
 from planexec.storable import to_storable
@@ -51,7 +51,7 @@ class Refusals:
 
     step_id: int
     notify: Callable[[dict[str, Any]], None]
-    """Streams an event (the runner's writer, which also redacts)."""
+    """Streams an event (the step's writer, which also redacts)."""
     secrets: list[str]
     attempt: int = 1
     kept: list[RefusedCall] = field(default_factory=list)

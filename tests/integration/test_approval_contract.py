@@ -15,7 +15,7 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.admission import InvalidInputError
-from planexec.plan import plan_digest
+from planexec.plandoc import plan_digest
 from planexec.tools import ToolRegistry
 from planexec.tools.files import write_file
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread

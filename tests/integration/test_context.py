@@ -12,7 +12,7 @@ from langgraph.types import Command
 from planexec import Context, build_graph
 from planexec.context import InvalidContextError
 from planexec.errors import ConfigurationError, PlanexecError
-from planexec.runner import MAX_RETRY_INTERVAL, retry_delay
+from planexec.execution.retries import MAX_RETRY_INTERVAL, retry_delay
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
 

@@ -10,7 +10,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from planexec import build_graph, runner
+from planexec import build_graph, outputs
 from planexec.persistence import sqlite_saver
 from planexec.scripted import ScriptedReply
 from planexec.tools import ToolRegistry, default_registry
@@ -56,7 +56,7 @@ def approve(graph, ctx_obj, config):
 def test_misbehaving_tools_fail_their_step_and_the_run_goes_on(
     use_models, ctx, monkeypatch, capsys
 ):
-    monkeypatch.setattr(runner, "MAX_OUTPUT_BYTES", 1_000_000)
+    monkeypatch.setattr(outputs, "MAX_OUTPUT_BYTES", 1_000_000)
     plan = plan_of(
         step(1, "returns_object"),
         step(2, "returns_huge"),

@@ -17,9 +17,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import Context, build_graph
-from planexec.errors import ToolError, TransientToolError
+from planexec.errors import ToolError, TransientToolError, is_transient
 from planexec.tools import ToolRegistry
-from planexec.transient import is_transient
 from tests.helpers import plan_of, plan_reply, scripted, step, thread
 from tests.servers import free_port
 

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import Future
-from types import SimpleNamespace
 
 import pytest
 
-from planexec.nodes.executor import _publisher
-from planexec.runner import DependencyGate, outcome
+from planexec.execution import DependencyGate, outcome, publisher
 from tests.helpers import step
 
 
 def published(fut: Future) -> dict:
     gate = DependencyGate({})
-    fut.add_done_callback(_publisher(SimpleNamespace(gate=gate), step(1, "echo")))
+    fut.add_done_callback(publisher(gate, step(1, "echo")))
 
     async def wait() -> dict:
         return (await asyncio.wait_for(gate.wait_async([1]), timeout=2))[1]

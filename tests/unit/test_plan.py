@@ -2,13 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from planexec.plan import (
-    PlanValidationError,
-    ReferenceError_,
-    resolve_references,
-    topological_order,
-    validate_plan,
-)
+from planexec.plan import PlanValidationError, validate_plan
+from planexec.plandoc import topological_order
+from planexec.references import UnresolvedReferenceError, resolve_references
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, sleep_for, step
 
@@ -84,7 +80,7 @@ def test_references_resolve_whole_values_fields_and_text():
     assert resolve_references({"x": ["file $1.path and $2", "$$5"]}, outputs) == {
         "x": ["file a.csv and hello", "$5"]
     }
-    with pytest.raises(ReferenceError_, match="no field 'nope'"):
+    with pytest.raises(UnresolvedReferenceError, match="no field 'nope'"):
         resolve_references("$1.nope", outputs)
 
 

@@ -8,7 +8,8 @@ from graphlib import TopologicalSorter
 from hypothesis import HealthCheck, given, settings
 from pydantic import ValidationError
 
-from planexec.plan import Plan, PlanValidationError, iter_references, validate_plan
+from planexec.plan import Plan, PlanValidationError, validate_plan
+from planexec.references import iter_references
 from planexec.review.decisions import Approve, Cancel, Edit, Reject, parse_decision
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, sleep_for

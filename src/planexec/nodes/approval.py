@@ -22,7 +22,9 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
-from planexec.plan import PlanValidationError, plan_digest, to_doc, topological_order, validate_plan
+from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.plandoc import plan_digest, topological_order
+from planexec.records import pending_record, record_key
 from planexec.review.checks import check_names, plan_problems, step_limit
 from planexec.review.decisions import AnswerRefused, Approve, Cancel, Reject, read_decision
 from planexec.review.policy import effective_policy, needs_approval
@@ -140,7 +142,7 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
             kept.add(step["id"])
             records[str(step["id"])] = rec
         else:
-            records[str(step["id"])] = StepRecord(status="pending", attempts=0)
+            records[record_key(step["id"])] = pending_record()
     return {
         **_approved(new_plan, digest, "edit"),
         "plan": new_plan,

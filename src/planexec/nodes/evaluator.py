@@ -15,7 +15,8 @@ from planexec import models
 from planexec.context import Context, context_of
 from planexec.judging import cheap_problem, judge
 from planexec.outputs import OutputFileError, output_of
-from planexec.plan import current_records, topological_order
+from planexec.plandoc import topological_order
+from planexec.records import current_records, pending_record, record_key
 from planexec.sandbox import Sandbox
 from planexec.state import Evaluation, State, StepDoc, StepRecord
 from planexec.storable import storable_text
@@ -101,7 +102,7 @@ def evaluate(
         evaluation = Evaluation(decision="finish", reason="every step succeeded", retry=[])
     elif retry and set(retry) == set(failed) and set(skipped) <= built_on_retry:
         for sid in sorted(set(retry) | built_on_retry):
-            records[str(sid)] = StepRecord(status="pending", attempts=0, judged_retry=True)
+            records[record_key(sid)] = pending_record(judged_retry=True)
         evaluation = Evaluation(
             decision="retry", reason=f"the judge rejected steps {retry}", retry=retry
         )

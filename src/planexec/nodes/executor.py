@@ -1,7 +1,7 @@
 """Executor node: run every pending step of the approved plan as durable LangGraph tasks.
 
 Each step starts as soon as its own dependencies have succeeded; a resumed run never runs
-a finished step again.
+a finished step again. How a step runs is the execution layer's (:mod:`planexec.execution`).
 """
 
 from __future__ import annotations
@@ -9,48 +9,40 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-from collections.abc import Sequence
-from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.func import task
-from langgraph.runtime import get_runtime
 
-from planexec.context import Context, context_of
 from planexec.errors import PlanNotApprovedError
-from planexec.plan import current_records, plan_digest, step_digest, topological_order
-from planexec.runner import (
-    DependencyGate,
-    ExecutionRound,
-    outcome,
+from planexec.execution import (
+    StepOutcome,
+    open_round,
+    publisher,
+    records_after,
+    round_outcomes,
+    round_usage,
     run_step_async,
     run_step_blocking,
     running,
 )
+from planexec.plandoc import plan_digest
 from planexec.sandbox import Sandbox
-from planexec.state import (
-    ApprovalRecord,
-    RoleUsage,
-    State,
-    StepDoc,
-    StepRecord,
-    add_usage,
-)
-from planexec.store_guard import CheckpointStoreError, StoreGuard
+from planexec.state import ApprovalRecord, State, StepDoc
+from planexec.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
 
 
-def _run_step(step: StepDoc) -> dict[str, Any]:
+def _run_step(step: StepDoc) -> StepOutcome:
     """Durable task: one step of the plan (sync runs).
 
     Its argument is its trace input and shows in the ``debug``/``tasks`` streams: the step
-    only; the round (tools, context, secrets) comes from the node through ``runner.running``.
+    only; the round (tools, context, secrets) comes from the node through ``running``.
     """
     return run_step_blocking(step)
 
 
-async def _arun_step(step: StepDoc) -> dict[str, Any]:
+async def _arun_step(step: StepDoc) -> StepOutcome:
     """Durable task: one step of the plan (async runs); takes only the step, like ``run_step``."""
     return await run_step_async(step)
 
@@ -98,119 +90,25 @@ def _refusal(state: State, problem: str) -> dict[str, Any]:
     }
 
 
-def _prepare(
-    state: State,
-    config: RunnableConfig,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-    *,
-    asynchronous: bool,
-) -> tuple[ExecutionRound, list[StepDoc]]:
-    ctx: Context = context_of(get_runtime(Context).context)
-    plan = state["plan"]
-    assert plan is not None, "the executor needs an approved plan"
-    records = current_records(plan, state.get("steps") or {})
-    finished = {
-        int(sid): {**rec, "id": int(sid)}
-        for sid, rec in records.items()
-        if rec.get("status") in ("succeeded", "failed", "skipped")
-    }
-    run_id = str(config.get("configurable", {}).get("thread_id", "run"))
-    round_ = ExecutionRound(
-        plan=plan,
-        tools=tools,
-        context=ctx,
-        workspace=sandbox.for_run(ctx, config),
-        outputs=sandbox.output_store(),
-        run_id=run_id,
-        gate=DependencyGate(finished),
-        store=StoreGuard.of(config, asynchronous=asynchronous),
-    )
-    to_run = [
-        s for s in topological_order(plan["steps"]) if records[str(s["id"])]["status"] == "pending"
-    ]
-    return round_, to_run
-
-
-def _publisher(round_: ExecutionRound, step: StepDoc) -> Any:
-    """Publish a task's outcome when its future resolves.
-
-    A live task publishes from its own body already; this callback matters on replay, where a
-    finished task's result comes back from the checkpoint without its body running. It must
-    never raise (a callback's exception is swallowed and dependents would wait forever): any
-    problem becomes a failed outcome, and the node raises it after every task has ended.
-    """
-
-    def publish(fut: Future[Any] | asyncio.Future[Any]) -> None:
-        try:
-            result = _result(fut, step)
-        except Exception as exc:  # noqa: BLE001 - re-raised by the node, see above
-            result = outcome(step["id"], "failed", error=f"internal error: {exc}")
-        round_.gate.publish(step["id"], result)
-
-    return publish
-
-
-def _result(fut: Future[Any] | asyncio.Future[Any], step: StepDoc) -> dict[str, Any]:
-    exc = fut.exception()
-    if exc is not None:
-        return outcome(step["id"], "failed", error=f"internal error: {exc!r}")
-    result: dict[str, Any] = fut.result()
-    if result.get("id") != step["id"]:
-        raise RuntimeError(
-            f"replayed result of step {result.get('id')} came back for step {step['id']}"
-        )
-    return result
-
-
-def _update(state: State, results: list[dict[str, Any]]) -> dict[str, Any]:
-    plan = state["plan"]
-    assert plan is not None
-    steps = {s["id"]: s for s in plan["steps"]}
-    records = current_records(plan, state.get("steps") or {})
-    usage: dict[str, RoleUsage] = {}
-    for res in results:
-        usage = add_usage(usage, res.get("usage"))
-        before = (state.get("steps") or {}).get(str(res["id"]), {})  # as the evaluator left it
-        records[str(res["id"])] = StepRecord(
-            step_digest=step_digest(steps[res["id"]], plan["goal"]),
-            status=res["status"],
-            attempts=res["attempts"],
-            started_at=res["started_at"],
-            ended_at=res["ended_at"],
-            summary=res["summary"],
-            output=res["output"],
-            error=res["error"],
-        )
-        if res.get("output_file") is not None:
-            records[str(res["id"])]["output_file"] = res["output_file"]
-        if res.get("refused_calls"):
-            records[str(res["id"])]["refused_calls"] = res["refused_calls"]
-        if before.get("judged_retry"):  # the evaluator's bound on judge retries lives here
-            records[str(res["id"])]["judged_retry"] = True
-    return {"steps": records, "usage": usage, "evaluation": None}
-
-
 def execute(
     state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
 ) -> dict[str, Any]:
     """Run the pending steps (sync callers: ``graph.invoke``)."""
     if problem := approval_problem(state):
         return _refusal(state, problem)
-    round_, to_run = _prepare(state, config, tools, sandbox, asynchronous=False)
+    round_, to_run = open_round(state, config, tools=tools, sandbox=sandbox, asynchronous=False)
     try:
         with running(round_):  # the tasks' context: they take only their step as argument
             futures = [run_step(step) for step in to_run]  # plan order: stable task ids
             for step, fut in zip(to_run, futures, strict=True):
-                fut.add_done_callback(_publisher(round_, step))
+                fut.add_done_callback(publisher(round_.gate, step))
             concurrent.futures.wait(futures)
     finally:
         round_.close()
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             round_.store.check_blocking()  # did the store fail after the last step started?
-    _raise_store_failure(round_, to_run, futures)
-    return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
+    return _update(state, round_outcomes(round_, to_run, futures))
 
 
 async def aexecute(
@@ -220,48 +118,22 @@ async def aexecute(
     if problem := approval_problem(state):
         return _refusal(state, problem)
     round_, to_run = await asyncio.to_thread(  # touches the disk
-        _prepare, state, config, tools, sandbox, asynchronous=True
+        open_round, state, config, tools=tools, sandbox=sandbox, asynchronous=True
     )
     with running(round_):  # the tasks' context: they take only their step as argument
         futures = [arun_step(step) for step in to_run]  # plan order: stable task ids
         for step, fut in zip(to_run, futures, strict=True):
-            fut.add_done_callback(_publisher(round_, step))
+            fut.add_done_callback(publisher(round_.gate, step))
         await asyncio.gather(*futures, return_exceptions=True)
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             await round_.store.check()  # did the store fail after the last step started?
-    _raise_store_failure(round_, to_run, futures)
-    return _update(state, [_result(f, s) for s, f in zip(to_run, futures, strict=True)])
+    return _update(state, round_outcomes(round_, to_run, futures))
 
 
-def _raise_store_failure(
-    round_: ExecutionRound,
-    to_run: list[StepDoc],
-    futures: Sequence[Future[Any] | asyncio.Future[Any]],
-) -> None:
-    """Stop the run if the checkpoint store failed during the round, saying what it means.
-
-    Raising (instead of returning the round's records) leaves the thread at its last saved
-    checkpoint; a resume re-runs exactly the steps whose results were not saved.
-    """
-    failure = round_.store.failure
-    if failure is None:
-        return
-    finished: list[str] = []
-    not_started: list[str] = []
-    for step, fut in zip(to_run, futures, strict=True):
-        ended = fut.done() and not fut.cancelled() and fut.exception() is None
-        (finished if ended else not_started).append(str(step["id"]))
-    raise CheckpointStoreError(
-        f"{failure}, so no step was started after that"
-        + (f" (not started: {', '.join(not_started)})" if not_started else "")
-        + ". Resume the thread when the store is back: steps whose results were saved are not"
-        " run again"
-        + (
-            f"; steps that ended during this round ({', '.join(finished)}) run again if their "
-            "results were not saved"
-            if finished
-            else ""
-        )
-        + "."
-    ) from None
+def _update(state: State, outcomes: list[StepOutcome]) -> dict[str, Any]:
+    """Return the state update of a round: its steps' records and the usage they counted."""
+    plan = state["plan"]
+    assert plan is not None
+    records = records_after(plan, state.get("steps") or {}, outcomes)
+    return {"steps": records, "usage": round_usage(outcomes), "evaluation": None}

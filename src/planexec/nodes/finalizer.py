@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planexec.outputs import OutputFileError, OutputStore, output_of
-from planexec.plan import current_records
+from planexec.records import current_records
 from planexec.state import FinalResult, FinalStatus, State, StepDoc
 from planexec.tools.registry import ToolRegistry
 

@@ -12,9 +12,11 @@ from langgraph.runtime import Runtime
 from planexec import models, prompts
 from planexec.context import Context, context_of
 from planexec.drafting import draft_plan
-from planexec.plan import plan_digest, to_doc
+from planexec.plan import to_doc
+from planexec.plandoc import plan_digest
+from planexec.records import pending_record, record_key
 from planexec.sandbox import Sandbox
-from planexec.state import ProposedPlan, Revision, State, StepRecord
+from planexec.state import ProposedPlan, Revision, State
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 from planexec.usage import UsageCounter
@@ -81,7 +83,7 @@ def plan(
     update: dict[str, Any] = {
         "plan": doc,
         "proposed": ProposedPlan(version=doc["version"], digest=plan_digest(doc), by="planner"),
-        "steps": {str(s.id): StepRecord(status="pending", attempts=0) for s in result.plan.steps},
+        "steps": {record_key(s.id): pending_record() for s in result.plan.steps},
         # a plan from the planner starts a new approval: nothing approved before carries over
         "approved": None,
         "approval": None,

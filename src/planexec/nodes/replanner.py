@@ -14,15 +14,9 @@ from langgraph.runtime import Runtime
 from planexec import models
 from planexec.context import Context, context_of
 from planexec.drafting import draft_plan
-from planexec.plan import (
-    Plan,
-    PlanValidationError,
-    Step,
-    current_records,
-    plan_digest,
-    to_doc,
-    validate_plan,
-)
+from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
+from planexec.plandoc import plan_digest
+from planexec.records import current_records, pending_record, record_key
 from planexec.revising import keepable, replanner_messages, signature
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepRecord
 from planexec.tools.registry import ToolRegistry
@@ -76,7 +70,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     new_plan: PlanDoc = to_doc(merged, version=plan["version"] + 1)
     new_records: dict[str, StepRecord] = {str(s["id"]): records[str(s["id"])] for s in kept_steps}
     for step in new_steps:
-        new_records[str(step.id)] = StepRecord(status="pending", attempts=0)
+        new_records[record_key(step.id)] = pending_record()
     failures = "; ".join(
         f"step {s['id']}: {records.get(str(s['id']), {}).get('error')}"
         for s in lost_steps

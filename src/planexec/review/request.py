@@ -6,7 +6,7 @@ from typing import Literal
 
 from typing_extensions import TypedDict
 
-from planexec.plan import plan_tools
+from planexec.plandoc import plan_tools
 from planexec.review.decisions import SHAPES
 from planexec.state import PlanDoc, State
 from planexec.tools.registry import ToolRegistry

@@ -1,0 +1,36 @@
+"""The execution layer: how the executor node runs the steps of an approved plan.
+
+A step's journey, one module each, top to bottom:
+
+* :mod:`~planexec.execution.round` what the steps of one executor run share, set by the node;
+* :mod:`~planexec.execution.scheduling` a step waits for its dependencies; sync runs' loop;
+* :mod:`~planexec.execution.tasks` the durable step task's body, and its futures in the node;
+* :mod:`~planexec.execution.step` one step: references, attempts, its outcome;
+* :mod:`~planexec.execution.retries` which failed attempts are tried again, and when;
+* :mod:`~planexec.execution.calls` one tool call, scrubbed, its failure described;
+* :mod:`~planexec.execution.model_step` a ``"tool": null`` step's model loop;
+* :mod:`~planexec.execution.outcomes` what a step task returns, and the records made of it.
+
+Below it: :mod:`planexec.toolcalls` (calls off the loop, time limits), :mod:`planexec.outputs`
+(inline or spilled outputs), :mod:`planexec.references` (``$N``), :mod:`planexec.records`.
+"""
+
+from planexec.execution.outcomes import StepOutcome, outcome, records_after, round_usage
+from planexec.execution.round import ExecutionRound, open_round, running
+from planexec.execution.scheduling import DependencyGate
+from planexec.execution.tasks import publisher, round_outcomes, run_step_async, run_step_blocking
+
+__all__ = [
+    "DependencyGate",
+    "ExecutionRound",
+    "StepOutcome",
+    "open_round",
+    "outcome",
+    "publisher",
+    "records_after",
+    "round_outcomes",
+    "round_usage",
+    "run_step_async",
+    "run_step_blocking",
+    "running",
+]

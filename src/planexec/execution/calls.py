@@ -1,0 +1,70 @@
+"""One tool call of a step, as planexec makes it: off the loop, scrubbed, failures described.
+
+The real call runs quietly in its own thread (async tools on their own loop, see
+:mod:`planexec.toolcalls`): callbacks and traces, if there are any, see a stand-in run with
+scrubbed arguments and result (:mod:`planexec.scrubbed`), and a failure is raised as
+:class:`ToolFailed` (or :class:`TransientToolFailed`) with a scrubbed message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+from pydantic import ValidationError
+
+from planexec import scrubbed, toolcalls
+from planexec.errors import ToolError, TransientToolError, is_transient
+from planexec.execution.round import round_secrets
+from planexec.secrets import redact
+from planexec.storable import UnstorableValueError, to_storable
+from planexec.toolcalls import StepTimeout
+
+
+class ToolFailed(ToolError):
+    """A tool's failure as planexec reports it: the scrubbed description of what it raised."""
+
+
+class TransientToolFailed(ToolFailed, TransientToolError):
+    """A tool's failure that may pass on its own (it raised a transient error): retried."""
+
+
+async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
+    """Invoke a tool; return its result as JSON data with every secret replaced.
+
+    ``config`` names and tags the stand-in run; what the tool writes to the stream is scrubbed.
+    """
+    secrets = round_secrets()
+
+    async def work() -> Any:
+        problem: tuple[str, bool] | None = None
+        with scrubbed.quiet():
+            quiet = scrubbed.quiet_config(secrets)
+            try:
+                value = await toolcalls.call_tool(tool_, args, quiet)
+                return redact(to_storable(value), secrets)
+            except Exception as exc:  # noqa: BLE001 - reported as a scrubbed ToolFailed
+                problem = (redact(describe_error(exc), secrets), is_transient(exc))
+        message, transient = problem  # raised here, outside the handler: no chained original
+        raise (TransientToolFailed if transient else ToolFailed)(message)
+
+    if not scrubbed.observed(config):  # no tracer or stream handler: no stand-in run needed
+        return await work()
+    return await scrubbed.ToolRun.of(tool_, work).ainvoke(redact(args, secrets), config)
+
+
+def describe_error(exc: BaseException) -> str:
+    """Describe a failed call for a person (and a model) to read; not yet scrubbed."""
+    if isinstance(exc, StepTimeout):
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, UnstorableValueError):
+        return f"the output cannot be stored: {exc}"
+    if isinstance(exc, ValidationError):
+        return "invalid arguments: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if not isinstance(exc, ToolError) else text

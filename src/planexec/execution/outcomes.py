@@ -1,0 +1,148 @@
+"""What a step task returns (:class:`StepOutcome`), and how it becomes the step's record.
+
+A task's result is kept in the checkpoint, so an outcome is JSON with every secret removed; the
+executor node turns a round's outcomes into step records (:func:`records_after`) and sums the
+LLM usage they counted (:func:`round_usage`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
+
+from planexec.plandoc import step_digest
+from planexec.records import current_records, record_key
+from planexec.secrets import redact
+from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepRecord, add_usage
+from planexec.storable import storable_text
+
+Finished = Literal["succeeded", "failed", "skipped"]  # a StepStatus other than "pending"
+
+
+class StepOutcome(TypedDict):
+    """How one step ended in this round: the result of its durable task."""
+
+    id: int
+    status: Finished
+    attempts: int
+    started_at: float | None
+    ended_at: float | None
+    output: Any
+    summary: str
+    error: str | None
+    usage: dict[str, RoleUsage]
+    output_file: NotRequired[OutputFile]
+    """Only for a spilled output (see :mod:`planexec.outputs`); ``output`` is then None."""
+    refused_calls: NotRequired[list[RefusedCall]]
+
+
+def now() -> float:
+    """Return the wall-clock time, in seconds since the epoch."""
+    return time.time()
+
+
+def outcome(
+    step_id: int,
+    status: Finished,
+    *,
+    attempts: int = 0,
+    started_at: float | None = None,
+    output: Any = None,
+    output_file: OutputFile | None = None,
+    summary: str = "",
+    error: str | None = None,
+    usage: dict[str, RoleUsage] | None = None,
+    secrets: list[str] | None = None,
+    refused_calls: list[RefusedCall] | None = None,
+) -> StepOutcome:
+    """Build a step's outcome, secrets removed.
+
+    ``output`` must already be storable (:func:`planexec.storable.to_storable`); the summary
+    and the error, which quote tools and models, are made storable here.
+    """
+    result = StepOutcome(
+        id=step_id,
+        status=status,
+        attempts=attempts,
+        started_at=started_at,
+        ended_at=now() if status != "skipped" else None,
+        output=output,
+        summary=storable_text(redact(summary, secrets)),
+        error=None if error is None else storable_text(redact(error, secrets)),
+        usage=usage or {},
+    )
+    if output_file is not None:
+        result["output_file"] = output_file
+    if refused_calls:
+        result["refused_calls"] = redact(refused_calls, secrets)
+    return result
+
+
+def earlier_outcome(step_id: int, record: StepRecord) -> StepOutcome | None:
+    """Return a step that finished in an earlier round as its dependents see it (else None)."""
+    status = record.get("status")
+    if status != "succeeded" and status != "failed" and status != "skipped":
+        return None
+    result = StepOutcome(
+        id=step_id,
+        status=status,
+        attempts=record.get("attempts", 0),
+        started_at=record.get("started_at"),
+        ended_at=record.get("ended_at"),
+        output=record.get("output"),
+        summary=record.get("summary", ""),
+        error=record.get("error"),
+        usage={},  # counted in its own round
+    )
+    if "output_file" in record:
+        result["output_file"] = record["output_file"]
+    return result
+
+
+def to_record(result: StepOutcome, digest: str, *, judged_retry: bool) -> StepRecord:
+    """Return the record of a step's outcome, for the step content whose digest is given."""
+    record = StepRecord(
+        step_digest=digest,
+        status=result["status"],
+        attempts=result["attempts"],
+        started_at=result["started_at"],
+        ended_at=result["ended_at"],
+        summary=result["summary"],
+        output=result["output"],
+        error=result["error"],
+    )
+    if result.get("output_file") is not None:
+        record["output_file"] = result["output_file"]
+    if result.get("refused_calls"):
+        record["refused_calls"] = result["refused_calls"]
+    if judged_retry:
+        record["judged_retry"] = True
+    return record
+
+
+def records_after(
+    plan: PlanDoc, before: dict[str, StepRecord], outcomes: list[StepOutcome]
+) -> dict[str, StepRecord]:
+    """Return the plan's step records once a round's ``outcomes`` are in.
+
+    ``before`` are the records as the evaluator left them: its mark on a judged retry carries
+    over (its bound on judge retries lives there).
+    """
+    steps = {s["id"]: s for s in plan["steps"]}
+    records = current_records(plan, before)
+    for result in outcomes:
+        key = record_key(result["id"])
+        digest = step_digest(steps[result["id"]], plan["goal"])
+        judged = bool(before.get(key, {}).get("judged_retry"))
+        records[key] = to_record(result, digest, judged_retry=judged)
+    return records
+
+
+def round_usage(outcomes: list[StepOutcome]) -> dict[str, RoleUsage]:
+    """Return the LLM usage a round's steps counted (their executor model calls)."""
+    usage: dict[str, RoleUsage] = {}
+    for result in outcomes:
+        usage = add_usage(usage, result.get("usage"))
+    return usage

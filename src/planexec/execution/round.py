@@ -1,0 +1,129 @@
+"""One execution round: what the step tasks of one executor run share, and how they find it.
+
+A task's arguments are its trace inputs and appear in the ``debug`` and ``tasks`` streams, so a
+step task takes only its step (small JSON); what the steps of a round share (tools, context,
+secrets to scrub) reaches them through :func:`current_round`, set by the executor node with
+:func:`running`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import get_runtime
+
+from planexec.context import Context, context_of
+from planexec.execution.outcomes import earlier_outcome
+from planexec.execution.scheduling import DependencyGate, StepLoop
+from planexec.outputs import OutputStore
+from planexec.plandoc import topological_order
+from planexec.records import current_records, record_key
+from planexec.sandbox import Sandbox
+from planexec.secrets import secret_values
+from planexec.state import PlanDoc, State, StepDoc
+from planexec.store_guard import StoreGuard
+from planexec.tools.registry import ToolRegistry
+from planexec.tools.workspace import Workspace
+
+
+@dataclass
+class ExecutionRound:
+    """Everything the step tasks of one executor run share."""
+
+    plan: PlanDoc
+    tools: ToolRegistry
+    context: Context
+    workspace: Workspace
+    outputs: OutputStore
+    run_id: str
+    gate: DependencyGate
+    secrets: list[str] = field(default_factory=secret_values)
+    store: StoreGuard = field(default_factory=StoreGuard.disabled)
+    _slots: asyncio.Semaphore | None = field(default=None, init=False)
+    _steps_loop: StepLoop | None = field(default=None, init=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+
+    def slots(self) -> asyncio.Semaphore:
+        """Return the limit on steps running at once (steps of a round share one event loop)."""
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(max(1, self.context.max_parallel_steps))
+        return self._slots
+
+    def steps_loop(self) -> StepLoop:
+        """Return the event loop thread that runs this round's steps for sync callers."""
+        with self._lock:
+            if self._steps_loop is None:
+                self._steps_loop = StepLoop()
+            return self._steps_loop
+
+    def close(self) -> None:
+        """Stop the sync callers' event loop thread, if one was started."""
+        with self._lock:
+            if self._steps_loop is not None:
+                self._steps_loop.close()
+                self._steps_loop = None
+
+
+def open_round(
+    state: State,
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    asynchronous: bool,
+) -> tuple[ExecutionRound, list[StepDoc]]:
+    """Return the round that runs the pending steps of the plan in state, and those steps in order.
+
+    Touches the disk (the run's workspace): async callers run it in a thread.
+    """
+    plan = state["plan"]
+    assert plan is not None, "the executor needs an approved plan"
+    context = context_of(get_runtime(Context).context)
+    current = current_records(plan, state.get("steps") or {})
+    records = {s["id"]: current[record_key(s["id"])] for s in plan["steps"]}
+    earlier = {sid: earlier_outcome(sid, rec) for sid, rec in records.items()}
+    round_ = ExecutionRound(
+        plan=plan,
+        tools=tools,
+        context=context,
+        workspace=sandbox.for_run(context, config),
+        outputs=sandbox.output_store(),
+        run_id=str(config.get("configurable", {}).get("thread_id", "run")),
+        gate=DependencyGate({sid: done for sid, done in earlier.items() if done is not None}),
+        store=StoreGuard.of(config, asynchronous=asynchronous),
+    )
+    order = topological_order(plan["steps"])
+    return round_, [s for s in order if records[s["id"]]["status"] == "pending"]
+
+
+_ROUND: contextvars.ContextVar[ExecutionRound] = contextvars.ContextVar("planexec_round")
+
+
+@contextlib.contextmanager
+def running(round_: ExecutionRound) -> Iterator[None]:
+    """Make ``round_`` the round of the step tasks called (and running) in this context."""
+    token = _ROUND.set(round_)
+    try:
+        yield
+    finally:
+        _ROUND.reset(token)
+
+
+def current_round() -> ExecutionRound:
+    """Return the round of the running step task (set by the executor node with ``running``)."""
+    try:
+        return _ROUND.get()
+    except LookupError:
+        raise RuntimeError("a step task runs only inside the executor node") from None
+
+
+def round_secrets() -> list[str]:
+    """Return the secrets to scrub: the running round's, else the process's current ones."""
+    round_ = _ROUND.get(None)
+    return round_.secrets if round_ is not None else secret_values()

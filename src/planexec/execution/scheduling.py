@@ -1,0 +1,103 @@
+"""When a step may start, and how sync runs hand steps to an event loop.
+
+The executor node calls one durable task per step, up front and in plan order (so a resumed run
+maps finished tasks back to the same steps); each task then waits at the :class:`DependencyGate`
+for the steps it depends on, so a step starts as soon as its own dependencies are done. Under a
+sync ``invoke`` the tasks run on LangGraph's threads and hand their step to one
+:class:`StepLoop` per round, where every step of the round shares one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from planexec.execution.outcomes import StepOutcome
+
+
+# Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and
+# awaited on an event loop; asyncio's and anyio's events are neither thread-safe nor keyed.
+class DependencyGate:
+    """Outcomes of finished steps, awaitable from any event loop, published from any thread."""
+
+    def __init__(self, known: dict[int, StepOutcome]) -> None:
+        """Start with the outcomes of steps finished in earlier rounds."""
+        self._outcomes = dict(known)
+        self._lock = threading.Lock()
+        self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+
+    def publish(self, step_id: int, outcome: StepOutcome) -> None:
+        """Record a step's outcome (the first one wins) and wake whoever waits for it."""
+        with self._lock:
+            if step_id in self._outcomes:
+                return
+            self._outcomes[step_id] = outcome
+            waiters = self._waiters.pop(step_id, [])
+        for fut in waiters:
+            fut.get_loop().call_soon_threadsafe(_resolve, fut)
+
+    async def wait_async(self, ids: list[int]) -> dict[int, StepOutcome]:
+        """Await every step in ``ids`` without holding a thread; return their outcomes."""
+        loop = asyncio.get_running_loop()
+        pending = []
+        with self._lock:
+            for i in ids:
+                if i not in self._outcomes:
+                    fut: asyncio.Future[None] = loop.create_future()
+                    self._waiters.setdefault(i, []).append(fut)
+                    pending.append(fut)
+        if pending:
+            await asyncio.gather(*pending)
+        with self._lock:
+            return {i: self._outcomes[i] for i in ids}
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+# Not anyio's start_blocking_portal: leaving a portal waits for work the loop abandoned (e.g. a
+# timed-out sync model call in the loop's default executor); closing this loop does not.
+class StepLoop:
+    """An event loop in a daemon thread: sync step tasks hand their step to it and wait."""
+
+    def __init__(self) -> None:
+        """Start the loop's thread."""
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, daemon=True, name="planexec-steps"
+        )
+        self._thread.start()
+
+    def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+        """Run a coroutine on the loop, in the caller's context (config, stream writer); block."""
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        ctx = contextvars.copy_context()
+
+        def start() -> None:
+            task = self.loop.create_task(make(), context=ctx)
+            task.add_done_callback(lambda t: _copy_outcome(t, done))
+
+        self.loop.call_soon_threadsafe(start)
+        return done.result()
+
+    def close(self) -> None:
+        """Stop the loop and its thread."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+
+def _copy_outcome(task: asyncio.Task[Any], done: concurrent.futures.Future[Any]) -> None:
+    if task.cancelled():
+        done.cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())
+    else:
+        done.set_result(task.result())

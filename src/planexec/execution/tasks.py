@@ -1,0 +1,105 @@
+"""The bodies of the durable step task, and what the executor node does with their futures.
+
+A task waits at the round's gate for its dependencies, runs its step and publishes the outcome
+at once, so dependents start before the task's result is committed. On replay a finished task's
+result comes back from the checkpoint without its body running: :func:`publisher` publishes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+from typing import Any
+
+from planexec.execution.outcomes import StepOutcome, outcome
+from planexec.execution.round import ExecutionRound, current_round
+from planexec.execution.scheduling import DependencyGate
+from planexec.execution.step import execute_step
+from planexec.state import StepDoc
+from planexec.store_guard import CheckpointStoreError
+
+StepFuture = Future[Any] | asyncio.Future[Any]
+
+
+async def run_step_async(step: StepDoc) -> StepOutcome:
+    """Body of the async step task: await dependencies on the loop, then run the step.
+
+    Raises :class:`CheckpointStoreError`, recording nothing, once the store has failed.
+    """
+    round_ = current_round()
+    deps = await round_.gate.wait_async(step["depends_on"])
+    round_.store.raise_if_failed()  # neither run nor skipped: its record could not be kept
+    result = await execute_step(step, deps, round_)
+    round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
+    return result
+
+
+def run_step_blocking(step: StepDoc) -> StepOutcome:
+    """Body of the sync step task: run the async step on the round's loop thread and wait."""
+    round_ = current_round()
+    result: StepOutcome = round_.steps_loop().run(lambda: run_step_async(step))
+    return result
+
+
+def publisher(gate: DependencyGate, step: StepDoc) -> Callable[[StepFuture], None]:
+    """Return a callback that publishes a task's outcome when its future resolves.
+
+    A live task publishes from its own body already; this callback matters on replay. It must
+    never raise (a callback's exception is swallowed and dependents would wait forever): any
+    problem becomes a failed outcome, and the node raises it after every task has ended.
+    """
+
+    def publish(fut: StepFuture) -> None:
+        try:
+            result = result_of(fut, step)
+        except Exception as exc:  # noqa: BLE001 - re-raised by the node, see above
+            result = outcome(step["id"], "failed", error=f"internal error: {exc}")
+        gate.publish(step["id"], result)
+
+    return publish
+
+
+def result_of(fut: StepFuture, step: StepDoc) -> StepOutcome:
+    """Return a finished task's outcome (a crash is a failed one); refuse another step's."""
+    exc = fut.exception()
+    if exc is not None:
+        return outcome(step["id"], "failed", error=f"internal error: {exc!r}")
+    result: StepOutcome = fut.result()
+    if result.get("id") != step["id"]:
+        raise RuntimeError(
+            f"replayed result of step {result.get('id')} came back for step {step['id']}"
+        )
+    return result
+
+
+def round_outcomes(
+    round_: ExecutionRound, to_run: list[StepDoc], futures: Sequence[StepFuture]
+) -> list[StepOutcome]:
+    """Return the outcomes of a finished round in plan order, unless the store failed.
+
+    A store failure is raised as :class:`CheckpointStoreError` (instead of returning the
+    round's records): the thread stays at its last saved checkpoint, and a resume re-runs
+    exactly the steps whose results were not saved.
+    """
+    failure = round_.store.failure
+    if failure is None:
+        return [result_of(f, s) for s, f in zip(to_run, futures, strict=True)]
+    finished: list[str] = []
+    not_started: list[str] = []
+    for step, fut in zip(to_run, futures, strict=True):
+        ended = fut.done() and not fut.cancelled() and fut.exception() is None
+        (finished if ended else not_started).append(str(step["id"]))
+    raise CheckpointStoreError(
+        f"{failure}, so no step was started after that"
+        + (f" (not started: {', '.join(not_started)})" if not_started else "")
+        + ". Resume the thread when the store is back: steps whose results were saved are not"
+        " run again"
+        + (
+            f"; steps that ended during this round ({', '.join(finished)}) run again if their "
+            "results were not saved"
+            if finished
+            else ""
+        )
+        + "."
+    ) from None

@@ -1,0 +1,88 @@
+"""Checks of one proposed step: its tool and arguments, the tools it lists, what it refers to.
+
+:func:`planexec.plan.validate_plan` runs them on every step and reports every problem found.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from planexec.references import iter_references
+
+if TYPE_CHECKING:
+    from planexec.plan import Step
+    from planexec.tools.registry import ToolRegistry
+
+
+def check_step(step: Step, tools: ToolRegistry, known: set[int]) -> list[str]:
+    """Return the problems of one step (``known``: the ids it may depend on)."""
+    errors: list[str] = []
+    if step.tool is not None and step.tool not in tools:
+        errors.append(
+            f"step {step.id}: unknown tool {step.tool!r} "
+            f"(available: {', '.join(tools.names()) or 'none'})"
+        )
+    elif step.tool is not None:
+        errors.extend(_check_args(step, tools))
+    errors.extend(_check_step_tools(step, tools))
+    for dep in step.depends_on:
+        if dep == step.id:
+            errors.append(f"step {step.id} depends on itself")
+        elif dep not in known:
+            errors.append(f"step {step.id} depends on unknown step {dep}")
+    for ref, _ in iter_references(step.args):
+        if ref not in step.depends_on:
+            errors.append(
+                f"step {step.id} refers to ${ref} but does not list step {ref} in depends_on"
+            )
+    return errors
+
+
+def _check_args(step: Step, tools: ToolRegistry) -> list[str]:
+    """Check a tool step's arguments against the tool's schema, ignoring referenced values."""
+    assert step.tool is not None
+    schema = tools.args_schema(step.tool)
+    if schema is None:
+        return []
+    fields = schema.model_fields
+    errors = [
+        f"step {step.id}: {step.tool} has no argument {name!r} "
+        f"(arguments: {', '.join(fields) or 'none'})"
+        for name in step.args
+        if name not in fields
+    ]
+    deferred = {name for name, value in step.args.items() if any(iter_references(value))}
+    try:
+        schema.model_validate({k: v for k, v in step.args.items() if k in fields})
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            if err["loc"] and err["loc"][0] in deferred:
+                continue  # known only at run time; the tool validates it then
+            where = ".".join(str(p) for p in err["loc"]) or "args"
+            errors.append(f"step {step.id}: {step.tool} argument {where}: {err['msg']}")
+    return errors
+
+
+def _check_step_tools(step: Step, tools: ToolRegistry) -> list[str]:
+    """Check the tools a step lists: only on a tool-less step, registered, each once."""
+    if not step.tools:
+        return []
+    if step.tool is not None:
+        return [
+            f"step {step.id}: only a step with no tool may list tools; this step calls "
+            f"{step.tool!r} and nothing else"
+        ]
+    errors: list[str] = []
+    seen: set[str] = set()
+    for name in step.tools:
+        if name in seen:
+            errors.append(f"step {step.id}: tool {name!r} is listed twice in tools")
+        elif name not in tools:
+            errors.append(
+                f"step {step.id}: unknown tool {name!r} in tools "
+                f"(available: {', '.join(tools.names()) or 'none'})"
+            )
+        seen.add(name)
+    return errors
