@@ -26,7 +26,7 @@ from typing import Any
 from langgraph.types import Command
 
 from planexec import Context, build_graph
-from planexec.cli import run_settings, sandbox_for
+from planexec.runs import run_settings, sandbox_for
 from planexec.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
