@@ -89,7 +89,10 @@ class Runs:
     def start(
         self, request: RunRequest, *, on_event: OnEvent | None = None, decide: Decide | None = None
     ) -> RunResult:
-        """Start a run; it ends, or stops at an approval when no ``decide`` answers it."""
+        """Start a run; it ends, or stops at an approval when no ``decide`` answers it.
+
+        A refused answer comes back to ``decide`` with the reason in ``request["error"]``.
+        """
         config, first = self.seed(request), _first(request)
         graph = self._graph_for(request)
         return _result(request, drive(graph, config, request.context, first, on_event, decide))
