@@ -49,17 +49,21 @@ class Runs:
 
     @classmethod
     @contextmanager
-    def open(cls, db: str, **options: Any) -> Iterator[Runs]:
+    def open(
+        cls, db: str, *, tools: ToolRegistry | None = None, approval: ApprovalPolicy | None = None
+    ) -> Iterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods."""
         with open_saver(db) as saver:
-            yield cls(saver, db=db, **options)
+            yield cls(saver, db=db, tools=tools, approval=approval)
 
     @classmethod
     @asynccontextmanager
-    async def aopen(cls, db: str, **options: Any) -> AsyncIterator[Runs]:
+    async def aopen(
+        cls, db: str, *, tools: ToolRegistry | None = None, approval: ApprovalPolicy | None = None
+    ) -> AsyncIterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the async methods."""
         async with aopen_saver(db) as saver:
-            yield cls(saver, db=db, **options)
+            yield cls(saver, db=db, tools=tools, approval=approval)
 
     def graph(
         self, sandbox: Sandbox | None = None, context: Context | None = None
