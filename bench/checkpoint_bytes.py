@@ -12,7 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import TOOLS, build_graph, context, new_config, random_dag, seed, table  # noqa: E402
+from common import TOOLS, build_graph, context, random_dag, seed, table  # noqa: E402
 
 from planexec.persistence import sqlite_saver  # noqa: E402
 
@@ -26,9 +26,8 @@ def main() -> None:
             plan, _ = random_dag(n, seed=n)
             for step in plan["steps"]:
                 step["args"]["seconds"] = 0
-            config = new_config()
             ctx = context()
-            seed(graph, plan, config, ctx)
+            config = seed(graph, plan, ctx)
             out = graph.invoke(None, config, context=ctx)
             assert out["final"]["status"] == "succeeded"
             tid = config["configurable"]["thread_id"]

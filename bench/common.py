@@ -14,7 +14,7 @@ from langchain_core.tools import tool
 
 import planexec
 from planexec import Context
-from planexec.plan import to_doc, validate_plan
+from planexec.runs import Runs, new_run
 from planexec.tools import ToolRegistry
 
 # every benchmark thread works in its own folder under one throwaway root
@@ -102,23 +102,23 @@ def context(**overrides: Any) -> Context:
     return Context(**base)
 
 
-def seed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: Context) -> None:
-    """Put a plan into a thread as if the planner had made it (no model call)."""
-    doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
-    graph.update_state(
-        config,
-        {"task": plan["goal"], "plan": doc},
-        as_node="planner",
-    )
+def seed(graph: Any, plan: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Start a thread holding ``plan`` as if the planner had made it (no model call); return
+    its config. Seeding is the runs API's (as `planexec run --plan` does); the config keeps
+    only the thread id, so the timed runs save what they did before."""
+    config = runs_on(graph).seed(new_run(plan=plan, context=ctx, tools=TOOLS))
+    return {"configurable": config["configurable"]}
 
 
-async def aseed(graph: Any, plan: dict[str, Any], config: dict[str, Any], ctx: Context) -> None:
-    doc = to_doc(validate_plan(plan, TOOLS, max_steps=ctx.max_steps), version=1)
-    await graph.aupdate_state(
-        config,
-        {"task": plan["goal"], "plan": doc},
-        as_node="planner",
-    )
+async def aseed(graph: Any, plan: dict[str, Any], ctx: Context) -> dict[str, Any]:
+    """Async :func:`seed`."""
+    config = await runs_on(graph).aseed(new_run(plan=plan, context=ctx, tools=TOOLS))
+    return {"configurable": config["configurable"]}
+
+
+def runs_on(graph: Any) -> Runs:
+    """The runs API on a benchmark graph's checkpointer, with the benchmark tools."""
+    return Runs(graph.checkpointer, tools=TOOLS, approval="never")
 
 
 def new_config() -> dict[str, Any]:
@@ -151,6 +151,7 @@ __all__ = [
     "levels",
     "new_config",
     "random_dag",
+    "runs_on",
     "seed",
     "step_span",
     "table",

@@ -18,7 +18,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import TOOLS, aseed, build_graph, context, new_config, table  # noqa: E402
+from common import TOOLS, aseed, build_graph, context, table  # noqa: E402
 
 from planexec.persistence import async_postgres_saver, async_sqlite_saver  # noqa: E402
 
@@ -56,8 +56,7 @@ def plan_for(i: int) -> dict[str, Any]:
 
 async def one(graph: Any, i: int) -> float:
     ctx = context()
-    config = new_config()
-    await aseed(graph, plan_for(i), config, ctx)
+    config = await aseed(graph, plan_for(i), ctx)
     started = time.perf_counter()
     out = await graph.ainvoke(None, config, context=ctx)
     took = time.perf_counter() - started
@@ -90,7 +89,7 @@ async def main(threads: int) -> None:
                 )
             ]
             try:
-                from tests.servers import postgres
+                from pgserver import postgres
 
                 url = stack.enter_context(postgres())
                 savers.append(

@@ -19,7 +19,6 @@ from common import (
     context,
     critical_path,
     levels,  # noqa: E402
-    new_config,
     random_dag,
     step_span,
     table,
@@ -30,8 +29,7 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 async def planexec_makespan(plan, ctx) -> tuple[float, float]:
     """Return (executor makespan: first step start to last step end, whole graph run)."""
     graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
-    config = new_config()
-    await aseed(graph, plan, config, ctx)
+    config = await aseed(graph, plan, ctx)
     started = time.perf_counter()
     out = await graph.ainvoke(None, config, context=ctx)
     whole = time.perf_counter() - started

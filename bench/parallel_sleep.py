@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import TOOLS, aseed, build_graph, context, new_config, seed, step_span, table  # noqa: E402
+from common import TOOLS, aseed, build_graph, context, seed, step_span, table  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 
 SLEEPS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
@@ -38,16 +38,14 @@ def main() -> None:
     rows = []
     ctx = context(max_parallel_steps=len(SLEEPS))
     graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
-    config = new_config()
-    seed(graph, plan("wait_sync"), config, ctx)
+    config = seed(graph, plan("wait_sync"), ctx)
     span = step_span(graph.invoke(None, config, context=ctx))
     rows.append(
         ["invoke, blocking tool", f"{span:.3f}", f"{span / max(SLEEPS):.3f}x", f"{sum(SLEEPS):.1f}"]
     )
 
     async def run_async() -> float:
-        config = new_config()
-        await aseed(graph, plan("wait"), config, ctx)
+        config = await aseed(graph, plan("wait"), ctx)
         return step_span(await graph.ainvoke(None, config, context=ctx))
 
     span = asyncio.run(run_async())

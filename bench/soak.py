@@ -427,7 +427,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     f = Findings()
     db = str(WORK / "runs.sqlite")
-    from tests.servers import PostgresServer
+    from bench.pgserver import PostgresServer
 
     pg = PostgresServer()
     pg.start()

@@ -76,7 +76,7 @@ async def main() -> None:
     with ExitStack() as stack:
         url = None
         try:
-            from tests.servers import postgres
+            from pgserver import postgres
 
             url = stack.enter_context(postgres())
         except Exception as exc:  # noqa: BLE001 - the table says Postgres is missing

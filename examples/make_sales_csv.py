@@ -1,4 +1,5 @@
-"""Regenerate examples/sales.csv: a year of sales with a trend, a December spike, nulls and duplicates."""
+"""Regenerate the demo data (src/planexec/demo/sales.csv; examples/sales.csv links to it): a
+year of sales with a trend, a December spike, nulls and duplicates."""
 
 from pathlib import Path
 
@@ -28,6 +29,6 @@ revenue[rng.choice(rows, 45, replace=False)] = None
 frame["revenue"] = revenue
 frame.loc[rng.choice(rows, 20, replace=False), "region"] = None
 frame = pd.concat([frame, frame.sample(60, random_state=7)]).sort_values("date")
-out = Path(__file__).with_name("sales.csv")
+out = Path(__file__).resolve().parents[1] / "src" / "planexec" / "demo" / "sales.csv"
 frame.to_csv(out, index=False)
 print(f"wrote {out} ({len(frame)} rows)")

@@ -201,7 +201,8 @@ def teardown_module():
 def test_json_output_stays_clean_when_a_tool_prints(env, monkeypatch):
     from langchain_core.tools import tool
 
-    from planexec import cli, graph
+    from planexec import graph
+    from planexec.runs import request as run_request
     from planexec.tools import default_registry
 
     @tool
@@ -216,7 +217,7 @@ def test_json_output_stays_clean_when_a_tool_prints(env, monkeypatch):
         return reg
 
     monkeypatch.setattr(graph, "default_registry", registry)
-    monkeypatch.setattr(cli, "default_registry", registry)
+    monkeypatch.setattr(run_request, "default_registry", registry)
     plan_file = env / "plan.json"
     plan_file.write_text(json.dumps(plan_of(step(1, "chatty", {"text": "quiet"}))))
     result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", "--yes", "--json")

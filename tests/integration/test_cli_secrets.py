@@ -32,13 +32,13 @@ def test_cli_output_and_the_run_database_stay_clean(cli_env, monkeypatch):
     import json
     import re
 
-    from planexec import cli as cli_module
     from planexec import graph as graph_module
+    from planexec.runs import request as run_request
 
     for name, value in leaky.ENV.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(graph_module, "default_registry", leaky.registry)
-    monkeypatch.setattr(cli_module, "default_registry", leaky.registry)
+    monkeypatch.setattr(run_request, "default_registry", leaky.registry)
     models = {}
     for role, model in (("p", leaky.planner()), ("e", leaky.executor()), ("j", leaky.judge())):
         path = cli_env / f"{role}.json"
@@ -118,14 +118,14 @@ def test_database_passwords_stay_hidden_in_a_real_session(cli_env, postgres_url)
 
 
 def test_a_crash_prints_a_scrubbed_traceback(cli_env, monkeypatch):
-    from planexec import cli as cli_module
+    from planexec.cli import actions
 
     monkeypatch.setenv("OPENAI_API_KEY", leaky.SECRET)
 
     async def crash(*args, **kwargs):
         raise RuntimeError(f"bug while holding {leaky.SECRET} for postgresql://u:{PG_PASSWORD}@h")
 
-    monkeypatch.setattr(cli_module, "_show", crash)
+    monkeypatch.setattr(actions, "show", crash)
     result = cli("show", "x")
     assert result.exit_code == 1
     assert "Traceback" in result.output and f"RuntimeError: bug while holding {REDACTED}" in (

@@ -3,27 +3,64 @@
 from __future__ import annotations
 
 import asyncio
-import sys
+import statistics
+import time
 
 import pytest
+from langchain_core.tools import tool
 
-from tests.helpers import ROOT
+from planexec import Context, Runs, new_run
+from planexec.tools import ToolRegistry
 
-sys.path.insert(0, str(ROOT / "bench"))
 
-from load import run_load  # noqa: E402
+@tool
+async def wait(seconds: float) -> float:
+    """Sleep for the given seconds (asynchronously); return them."""
+    if seconds:
+        await asyncio.sleep(seconds)
+    return seconds
 
-from planexec.persistence import async_postgres_saver, async_sqlite_saver  # noqa: E402
+
+TOOLS = ToolRegistry([wait])
+CONTEXT = Context(approval="never", planner_model="scripted:none")
+
+
+def plan_for(i: int) -> dict:
+    """Two 50 ms steps in parallel, then one that depends on both and returns its own value."""
+
+    def step(sid: int, seconds: float, after: list[int]) -> dict:
+        args = {"seconds": seconds}
+        return {
+            "id": sid,
+            "tool": "wait",
+            "args": args,
+            "description": f"thread {i} step {sid}",
+            "depends_on": after,
+        }
+
+    steps = [step(1, 0.05, []), step(2, 0.05, []), step(3, 0.001 * (i % 10), [1, 2])]
+    return {"goal": f"load thread {i}", "steps": steps}
+
+
+async def one(runs: Runs, i: int) -> float:
+    started = time.perf_counter()
+    result = await runs.astart(new_run(plan=plan_for(i), context=CONTEXT, tools=TOOLS))
+    took = time.perf_counter() - started
+    assert result.status == "succeeded", result.values.get("final")
+    thread = await runs.aget(result.thread_id)
+    assert thread is not None and thread.values["task"] == f"load thread {i}", "state leaked"
+    assert thread.values["steps"]["3"]["output"] == 0.001 * (i % 10), "result leaked"
+    return took
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-def test_fifty_concurrent_threads_finish_without_leaking(kind, tmp_path, request):
-    url = request.getfixturevalue("postgres_url") if kind == "postgres" else None
+def test_fifty_concurrent_threads_finish_without_leaking(kind, tmp_path, request, monkeypatch):
+    monkeypatch.setenv("PLANEXEC_WORKSPACE_ROOT", str(tmp_path / "root"))
+    db = request.getfixturevalue("postgres_url") if kind == "postgres" else str(tmp_path / "l.db")
 
-    async def go():
-        opener = async_postgres_saver(url) if url else async_sqlite_saver(tmp_path / "load.db")
-        async with opener as saver:
-            return await run_load(saver, 50)  # asserts each thread's own task and result
+    async def go() -> list[float]:
+        async with Runs.aopen(db, tools=TOOLS, approval="never") as runs:
+            return await asyncio.gather(*(one(runs, i) for i in range(50)))
 
-    rate, p50, p95 = asyncio.run(go())
-    assert rate > 0 and p50 <= p95
+    latencies = sorted(asyncio.run(go()))
+    assert statistics.median(latencies) <= latencies[int(0.95 * (len(latencies) - 1))]

@@ -171,6 +171,7 @@ def test_the_cli_prints_one_line_and_resumes_after_the_database_returns(
     restartable_postgres, tmp_path, monkeypatch
 ):
     from planexec import cli, graph
+    from planexec.runs import request as run_request
     from planexec.tools import default_registry
 
     def registry() -> ToolRegistry:
@@ -179,7 +180,7 @@ def test_the_cli_prints_one_line_and_resumes_after_the_database_returns(
         return reg
 
     monkeypatch.setattr(graph, "default_registry", registry)
-    monkeypatch.setattr(cli, "default_registry", registry)
+    monkeypatch.setattr(run_request, "default_registry", registry)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "plan.json").write_text(json.dumps(CHAIN))
     ws, url, runner = tmp_path / "ws", restartable_postgres.url, CliRunner()
@@ -216,13 +217,13 @@ def test_the_cli_prints_one_line_and_resumes_after_the_database_returns(
     ids=["postgres", "sqlite"],
 )
 def test_a_database_error_anywhere_in_the_cli_is_one_line(error, capsys):
-    from planexec.cli import _guard
+    from planexec.cli.guard import guard
 
     async def fails() -> int:
         raise error
 
     with pytest.raises(typer.Exit) as exited:
-        _guard(fails())
+        guard(fails())
     assert exited.value.exit_code == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1, err

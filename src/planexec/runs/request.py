@@ -1,0 +1,136 @@
+"""A new run, checked before anything is saved: its thread id, folder, context and plan."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+
+from planexec.context import Context
+from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.runs.db import RunError, is_postgres
+from planexec.sandbox import Sandbox, check_thread_id
+from planexec.state import PlanDoc
+from planexec.tools import ToolRegistry, default_registry
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """A run to start: made by :func:`new_run`, started by ``Runs.start``/``astart``."""
+
+    thread_id: str
+    task: str
+    context: Context
+    sandbox: Sandbox | None = None
+    plan: PlanDoc | None = None
+
+    def config(self) -> RunnableConfig:
+        """Return the run's config: its thread, and the settings a later resume needs."""
+        metadata = run_settings(self.context, self.sandbox)
+        return {"configurable": {"thread_id": self.thread_id}, "metadata": metadata}
+
+
+def new_run(
+    task: str | None = None,
+    *,
+    plan: PathLike | Mapping[str, Any] | None = None,
+    workspace: PathLike | None = None,
+    data: Iterable[PathLike] = (),
+    thread_id: str | None = None,
+    context: Context | None = None,
+    db: str | None = None,
+    tools: ToolRegistry | None = None,
+) -> RunRequest:
+    """Check a new run: ``task`` for the planner, or ``plan`` (a file or a dict) to approve.
+
+    ``workspace`` is the one folder its tools may use (copies of ``data`` go there); without
+    it, runs get the default layout of ``build_graph``. ``db`` (the run database) may not lie
+    inside the workspace, where tools could change it.
+
+    Example::
+
+        request = new_run("Summarise sales.csv", workspace="ws", data=["sales.csv"])
+    """
+    tid = check_thread_id(thread_id if thread_id is not None else str(uuid.uuid4()))
+    ctx = context if context is not None else Context()
+    sandbox = sandbox_for(workspace, db) if workspace is not None else None
+    registry = tools if tools is not None else default_registry()
+    if isinstance(plan, Mapping):
+        doc: PlanDoc | None = plan_doc(plan, registry, ctx.max_steps, "plan")
+    else:
+        doc = load_plan_file(Path(plan), registry, ctx.max_steps) if plan is not None else None
+    if not task and doc is None:
+        raise RunError("give a task, or a plan")
+    files = [Path(item) for item in data]
+    if files:
+        if sandbox is None:
+            raise RunError("data files need a workspace folder to be copied into")
+        copy_data(files, sandbox.root)
+    return RunRequest(tid, task or (doc["goal"] if doc else ""), ctx, sandbox, doc)
+
+
+def sandbox_for(folder: PathLike, db: str | None, outputs: str | None = None) -> Sandbox:
+    """Return a one-folder sandbox, refusing a run database inside it (tools could change it)."""
+    sandbox = Sandbox.one_folder(folder, outputs=outputs)
+    if db and not is_postgres(db) and Path(db).expanduser().resolve().is_relative_to(sandbox.root):
+        raise RunError(
+            f"the run database {db} is inside the workspace {sandbox.root}: tools could read or "
+            "change it; use another --db or --workspace"
+        )
+    return sandbox
+
+
+def plan_doc(data: object, tools: ToolRegistry, max_steps: int, name: str) -> PlanDoc:
+    """Validate a plan given as JSON data; return it as version 1, or raise RunError."""
+    try:
+        return to_doc(validate_plan(data, tools, max_steps=max_steps), version=1)
+    except PlanValidationError as exc:
+        raise RunError(f"{name} is invalid: " + "; ".join(exc.errors)) from None
+
+
+def load_plan_file(path: Path, tools: ToolRegistry, max_steps: int) -> PlanDoc:
+    """Read and validate a plan file (JSON), or raise RunError in one line."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise RunError(f"cannot read plan file {path}: {exc.strerror}") from None
+    except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
+        raise RunError(f"plan file {path} is not valid JSON: {exc}") from None
+    return plan_doc(data, tools, max_steps, f"plan file {path}")
+
+
+def copy_data(files: list[Path], workspace: Path) -> None:
+    """Copy the user's data files into the run's workspace."""
+    workspace.mkdir(parents=True, exist_ok=True)
+    for item in files:
+        if not item.is_file():
+            raise RunError(f"data file {item} does not exist or is not a file")
+        shutil.copy(item, workspace / item.name)
+
+
+def run_settings(context: Context, sandbox: Sandbox | None) -> dict[str, Any]:
+    """Return what a later resume or show needs to continue the run the same way.
+
+    Checkpoint metadata keeps only scalar values, so the context travels as a JSON string;
+    the run's folder and its outputs folder as plain paths.
+    """
+    settings = {"planexec_context": json.dumps(asdict(context))}
+    if sandbox is not None:
+        settings["planexec_workspace"] = str(sandbox.root)
+        settings["planexec_outputs"] = str(sandbox.outputs)
+    return settings
+
+
+def saved_context(saved: Mapping[str, Any]) -> Context:
+    """Rebuild a run's context from its saved settings (fields it no longer has are dropped)."""
+    names = {f.name for f in fields(Context)} - {"workspace"}
+    return Context(**{k: v for k, v in saved.items() if k in names})

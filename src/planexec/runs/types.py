@@ -1,0 +1,93 @@
+"""What the runs API hands back: a run's result, a thread's state, a row of the thread list."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from typing_extensions import TypedDict
+
+from planexec.state import PlanDoc
+
+
+class StepEvent(TypedDict, total=False):
+    """A progress event the executor streams (``stream_mode="custom"``), e.g. ``step_started``."""
+
+    event: str
+    step: int
+    tool: str | None
+    summary: str
+    error: str
+    reason: str
+    attempt: int
+    at: float
+
+
+class ApprovalRequest(TypedDict, total=False):
+    """The approval interrupt's payload: the plan to review and what to name in the answer."""
+
+    type: str
+    plan: PlanDoc
+    version: int
+    digest: str
+    error: str
+    problems: list[str]
+    side_effect_tools: list[str]
+
+
+OnEvent = Callable[[StepEvent], object]
+"""Called with each step event while a run streams (e.g. to print progress)."""
+
+Decide = Callable[[ApprovalRequest], Mapping[str, Any]]
+"""Answers an approval request, e.g. ``lambda request: {"action": "approve"}``."""
+
+
+@dataclass(frozen=True)
+class ThreadState:
+    """A thread's latest checkpoint: its values, what runs next, and where its files are."""
+
+    thread_id: str
+    values: dict[str, Any]
+    next: tuple[str, ...]
+    created_at: str | None = None
+    workspace: str | None = None
+    outputs: str | None = None
+    saved_context: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def finished(self) -> bool:
+        """Whether nothing is left to run (the run ended)."""
+        return not self.next
+
+    @property
+    def status(self) -> str:
+        """The final status, else ``waiting: NODE`` (or ``unknown`` when nothing is pending)."""
+        final = self.values.get("final") or {}
+        waiting = "waiting: " + ", ".join(self.next) if self.next else "unknown"
+        return str(final.get("status") or waiting)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """Where a run stopped: at its end, or at an approval nobody answered (``request``)."""
+
+    thread_id: str
+    workspace: str | None
+    values: dict[str, Any]
+    request: ApprovalRequest | None = None
+
+    @property
+    def status(self) -> str:
+        """``succeeded``, ``partial``, ``failed`` or ``cancelled``; ``unfinished`` if paused."""
+        return str((self.values.get("final") or {}).get("status", "unfinished"))
+
+
+class ThreadSummary(TypedDict):
+    """One row of :meth:`Runs.threads`: a recent thread, its task and its status."""
+
+    thread_id: str
+    task: str
+    status: str
+    updated: str | datetime | None
