@@ -23,7 +23,7 @@ from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import plan_digest, topological_order
+from planexec.plandoc import plan_digest, plan_of, topological_order
 from planexec.records import pending_record, record_key
 from planexec.review.checks import check_names, plan_problems, step_limit
 from planexec.review.decisions import AnswerRefused, Approve, Cancel, Reject, read_decision
@@ -66,8 +66,7 @@ def review(
     """
     ctx = context_of(runtime.context)
     policy = effective_policy(operator_policy, ctx.approval)
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     digest = plan_digest(plan)
     limit = step_limit(state, ctx)
     problems = plan_problems(plan, tools, limit)

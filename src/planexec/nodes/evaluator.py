@@ -15,7 +15,7 @@ from planexec import models
 from planexec.context import Context, context_of
 from planexec.judging import cheap_problem, judge
 from planexec.outputs import OutputFileError, output_of
-from planexec.plandoc import topological_order
+from planexec.plandoc import plan_of, topological_order
 from planexec.records import current_records, pending_record, record_key
 from planexec.sandbox import Sandbox
 from planexec.state import Evaluation, State, StepDoc, StepRecord
@@ -46,8 +46,7 @@ def evaluate(
     ctx = context_of(runtime.context)
     workspace = sandbox.for_run(ctx)
     store = sandbox.output_store()
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
     current = current_records(plan, state.get("steps") or {})  # only this plan's results count
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in current.items()}

@@ -15,7 +15,7 @@ from planexec import models
 from planexec.context import Context, context_of
 from planexec.drafting import draft_plan
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
-from planexec.plandoc import plan_digest
+from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key
 from planexec.revising import keepable, replanner_messages, signature
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepRecord
@@ -26,8 +26,7 @@ from planexec.usage import UsageCounter
 def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
     """Ask the planner model for the remaining work and merge it with the kept steps."""
     ctx = context_of(runtime.context)
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     records = state.get("steps", {})
     kept_steps = keepable(plan["steps"], current_records(plan, records))
     lost_steps = [s for s in plan["steps"] if s not in kept_steps]
