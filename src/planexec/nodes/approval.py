@@ -131,7 +131,7 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
     kept: set[int] = set()
     records: dict[str, StepRecord] = {}
     for step in topological_order(new_plan["steps"]):
-        rec = old_records.get(str(step["id"]))
+        rec = old_records.get(record_key(step["id"]))
         if (
             rec is not None
             and rec.get("status") == "succeeded"
@@ -139,14 +139,14 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
             and all(dep in kept for dep in step["depends_on"])
         ):
             kept.add(step["id"])
-            records[str(step["id"])] = rec
+            records[record_key(step["id"])] = rec
         else:
             records[record_key(step["id"])] = pending_record()
     return {
         **_approved(new_plan, digest, "edit"),
         "plan": new_plan,
         "proposed": ProposedPlan(version=new_plan["version"], digest=digest, by="reviewer"),
-        "steps": {str(s["id"]): records[str(s["id"])] for s in new_plan["steps"]},
+        "steps": {record_key(s["id"]): records[record_key(s["id"])] for s in new_plan["steps"]},
         "revisions": [
             Revision(
                 version=plan["version"],

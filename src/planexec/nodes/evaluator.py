@@ -57,7 +57,7 @@ def evaluate(
     ]
     outputs: dict[int, Any] = {}
     for sid in fresh:
-        rec = records[str(sid)]
+        rec = records[record_key(sid)]
         rec["checked"] = True
         try:
             outputs[sid] = output_of(rec, store)
@@ -71,7 +71,7 @@ def evaluate(
     update: dict[str, Any] = {}
     note = ""
     retry: list[int] = []
-    judged = [sid for sid in fresh if records[str(sid)]["status"] == "succeeded"]
+    judged = [sid for sid in fresh if records[record_key(sid)]["status"] == "succeeded"]
     if ctx.llm_judge and judged:
         counter = UsageCounter("evaluator")
         judgement = judge(
@@ -82,7 +82,7 @@ def evaluate(
         )
         update["usage"], note = counter.usage(), judgement.note
         for sid, verdict in judgement.verdicts.items():
-            rec = records[str(sid)]
+            rec = records[record_key(sid)]
             if not verdict.ok:
                 rec["status"] = "failed"
                 rec["error"] = "judge: " + storable_text(verdict.reason or "does not fit", 500)
@@ -125,7 +125,7 @@ def _discard_built_on(
 ) -> None:
     """Mark succeeded steps built on a failed step's output as skipped, naming the cause."""
     for step in topological_order(steps):
-        rec = records.get(str(step["id"]))
+        rec = records.get(record_key(step["id"]))
         if rec is None or rec.get("status") != "succeeded":
             continue
         bad = [

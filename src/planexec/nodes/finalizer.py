@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planexec.outputs import OutputFileError, OutputStore, output_of
-from planexec.records import current_records
+from planexec.records import current_records, record_key
 from planexec.state import FinalResult, FinalStatus, State, StepDoc
 from planexec.tools.registry import ToolRegistry
 
@@ -63,13 +63,15 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         return {"final": final}
 
     steps = plan["steps"]
-    status_of = {s["id"]: records.get(str(s["id"]), {}).get("status", "pending") for s in steps}
+    status_of = {
+        s["id"]: records.get(record_key(s["id"]), {}).get("status", "pending") for s in steps
+    }
     failed = [
         {
             "step": s["id"],
             "tool": s["tool"],
             "status": status_of[s["id"]],
-            "error": records.get(str(s["id"]), {}).get("error"),
+            "error": records.get(record_key(s["id"]), {}).get("error"),
         }
         for s in steps
         if status_of[s["id"]] != "succeeded"
@@ -78,14 +80,14 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         a
         for s in steps
         if status_of[s["id"]] == "succeeded"
-        for a in _artifacts(s, records[str(s["id"])], outputs, tools)
+        for a in _artifacts(s, records[record_key(s["id"])], outputs, tools)
     ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
     for sink in sinks:
-        output = records[str(sink["id"])].get("output")  # a spilled one: its summary below
-        made = _artifacts(sink, records[str(sink["id"])], outputs, tools)
+        output = records[record_key(sink["id"])].get("output")  # a spilled one: its summary below
+        made = _artifacts(sink, records[record_key(sink["id"])], outputs, tools)
         if isinstance(output, str):
             lines.append(output)
         elif made:
@@ -93,7 +95,7 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         else:
             lines.append(
                 f"Step {sink['id']} ({sink['description']}): "
-                f"{records[str(sink['id'])].get('summary', '')}"
+                f"{records[record_key(sink['id'])].get('summary', '')}"
             )
     status: FinalStatus
     if not failed:

@@ -67,13 +67,15 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         return {**base, "error": "the revised plan is invalid: " + "; ".join(exc.errors)}
 
     new_plan: PlanDoc = to_doc(merged, version=plan["version"] + 1)
-    new_records: dict[str, StepRecord] = {str(s["id"]): records[str(s["id"])] for s in kept_steps}
+    new_records: dict[str, StepRecord] = {
+        record_key(s["id"]): records[record_key(s["id"])] for s in kept_steps
+    }
     for step in new_steps:
         new_records[record_key(step.id)] = pending_record()
     failures = "; ".join(
-        f"step {s['id']}: {records.get(str(s['id']), {}).get('error')}"
+        f"step {s['id']}: {records.get(record_key(s['id']), {}).get('error')}"
         for s in lost_steps
-        if records.get(str(s["id"]), {}).get("status") == "failed"
+        if records.get(record_key(s["id"]), {}).get("status") == "failed"
     )
     return {
         **base,
