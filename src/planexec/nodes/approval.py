@@ -26,7 +26,14 @@ from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of, topological_order
 from planexec.records import pending_record, record_key
 from planexec.review.checks import check_names, plan_problems, step_limit
-from planexec.review.decisions import AnswerRefused, Approve, Cancel, Reject, read_decision
+from planexec.review.decisions import (
+    AnswerRefused,
+    Approve,
+    Cancel,
+    Reject,
+    read_decision,
+    response_schema,
+)
 from planexec.review.policy import effective_policy, needs_approval
 from planexec.review.request import approval_request
 from planexec.state import (
@@ -72,7 +79,8 @@ def review(
     problems = plan_problems(plan, tools, limit)
     if not problems and not needs_approval(state, policy, tools, digest):
         return _approved(plan, digest, "auto")
-    answer = interrupt(approval_request(state, plan, digest, problems, tools))
+    request = approval_request(state, plan, digest, problems, tools, ctx)
+    answer = interrupt(request, response_schema=response_schema())
     try:
         return _decide(state, plan, digest, problems, limit, answer, tools)
     except AnswerRefused as exc:
