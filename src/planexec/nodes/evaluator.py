@@ -78,7 +78,7 @@ def evaluate(
             models.load_chat_model(ctx.evaluator_model),
             plan["steps"],
             {sid: outputs[sid] for sid in judged},
-            counter.config(),
+            counter.config(models.internal_call("judge model")),
         )
         update["usage"], note = counter.usage(), judgement.note
         for sid, verdict in judgement.verdicts.items():

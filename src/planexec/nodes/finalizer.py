@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planexec.conversation import answer_message
 from planexec.outputs import OutputFileError, OutputStore, output_of
 from planexec.records import current_records, record_key
 from planexec.state import FinalResult, FinalStatus, State, StepDoc
@@ -40,7 +41,13 @@ def _artifacts(
 
 
 def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict[str, Any]:
-    """Summarise the run: status, answer, files made, and what failed and why."""
+    """Summarise the run (status, answer, files made, what failed) and answer in the chat."""
+    final = final_result(state, outputs, tools)
+    return {"final": final, "messages": [answer_message(final)]}
+
+
+def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> FinalResult:
+    """Return the run's status, answer, files made, and what failed and why."""
     plan = state.get("plan")
     records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
@@ -52,7 +59,7 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
             artifacts=[],
             failed_steps=[],
         )
-        return {"final": final}
+        return final
     if plan is None:
         final = FinalResult(
             status="failed",
@@ -60,7 +67,7 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
             artifacts=[],
             failed_steps=[],
         )
-        return {"final": final}
+        return final
 
     steps = plan["steps"]
     status_of = {
@@ -108,7 +115,6 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         lines.extend(
             f"- step {f['step']} [{f['tool']}] {f['status']}: {f['error'] or ''}" for f in failed
         )
-    final = FinalResult(
+    return FinalResult(
         status=status, answer="\n".join(lines), artifacts=artifacts, failed_steps=failed
     )
-    return {"final": final}

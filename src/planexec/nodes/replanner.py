@@ -39,7 +39,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
         kept=kept_ids,
-        config=counter.config(),
+        config=counter.config(models.internal_call("replanner model")),
     )
     replans = state.get("replans", 0) + 1
     base: dict[str, Any] = {"replans": replans, "usage": counter.usage()}
