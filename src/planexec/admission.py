@@ -22,6 +22,7 @@ from langgraph.types import Command, StateUpdate
 from pydantic import ValidationError
 
 from planexec.context import Context
+from planexec.conversation import input_task
 from planexec.errors import PlanexecError
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
@@ -62,9 +63,15 @@ def check_input(value: Any) -> Any:
         raise InvalidInputError(
             f"a run starts from {{'task': '...'}}, not from a {type(value).__name__}"
         )
-    task = value.get("task")
+    try:
+        task = input_task(value)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        raise InvalidInputError(f"the input's messages are not chat messages: {exc}") from None
     if not isinstance(task, str) or not task.strip():
-        raise InvalidInputError("a run needs a non-empty text 'task', e.g. {'task': 'Sum sales'}")
+        raise InvalidInputError(
+            "a run needs a non-empty text 'task', e.g. {'task': 'Sum sales'}, or 'messages' "
+            "ending in the user's: {'messages': [{'role': 'user', 'content': 'Sum sales'}]}"
+        )
     if len(task) > MAX_TASK_CHARS:
         raise InvalidInputError(
             f"the task is {len(task):,} characters long; at most {MAX_TASK_CHARS:,} are accepted"

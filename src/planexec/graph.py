@@ -21,7 +21,7 @@ from planexec.admission import PlanexecGraph, admit
 from planexec.context import ApprovalPolicy, Context
 from planexec.errors import ConfigurationError, is_transient
 from planexec.nodes import approval as approval_node
-from planexec.nodes import evaluator, executor, finalizer, planner, replanner
+from planexec.nodes import evaluator, executor, finalizer, intake, planner, replanner
 from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
@@ -64,6 +64,7 @@ def build_graph(
     builder = StateGraph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
+    builder.add_node("intake", intake.take_task)
     builder.add_node(
         "planner", partial(planner.plan, tools=registry, sandbox=box), retry_policy=MODEL_RETRY
     )
@@ -97,7 +98,8 @@ def build_graph(
         "finalizer", partial(finalizer.finalize, outputs=box.output_store(), tools=registry)
     )
 
-    builder.add_edge(START, "planner")
+    builder.add_edge(START, "intake")
+    builder.add_edge("intake", "planner")
     builder.add_conditional_edges("planner", routing.after_planner)
     builder.add_conditional_edges("approval", routing.after_approval)
     builder.add_conditional_edges("executor", routing.after_executor)

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, ensure_config
+from langchain_core.runnables.config import merge_configs
+from langgraph.constants import TAG_NOSTREAM
 
 from planexec.errors import ConfigurationError
 from planexec.scrubbed import ScrubbedChatModel
@@ -26,6 +29,17 @@ MISSING_KEY = (
     "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at an OpenAI-compatible "
     "server (Ollama, vLLM, llama.cpp) and set OPENAI_API_KEY to any value"
 )
+
+
+INTERNAL_TAGS = [TAG_NOSTREAM, "langsmith:nostream"]
+"""Tags of planexec's own model calls (planner, replanner, judge): kept out of ``messages``
+streams (LangGraph's ``nostream``; ``langsmith:nostream`` for LangSmith's UIs), so a chat shows
+the run's answer, not plans and verdicts being written."""
+
+
+def internal_call(name: str) -> RunnableConfig:
+    """Return the current config for one internal model call: named, tagged not to stream."""
+    return merge_configs(ensure_config(), {"run_name": name, "tags": INTERNAL_TAGS})
 
 
 def load_chat_model(spec: str) -> BaseChatModel:

@@ -76,9 +76,10 @@ class OffLoopCall:
             try:
                 if make is not None:
                     value = worker.run_coroutine(self._body(make), ctx)
-                else:
-                    assert sync_fn is not None
+                elif sync_fn is not None:
                     value = ctx.run(sync_fn)
+                else:
+                    raise TypeError("an off-loop call needs a function or a coroutine maker")
             except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
                 settle(result, None, exc)
             else:

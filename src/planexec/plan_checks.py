@@ -25,7 +25,7 @@ def check_step(step: Step, tools: ToolRegistry, known: set[int]) -> list[str]:
             f"(available: {', '.join(tools.names()) or 'none'})"
         )
     elif step.tool is not None:
-        errors.extend(_check_args(step, tools))
+        errors.extend(_check_args(step, step.tool, tools))
     errors.extend(_check_step_tools(step, tools))
     for dep in step.depends_on:
         if dep == step.id:
@@ -40,10 +40,9 @@ def check_step(step: Step, tools: ToolRegistry, known: set[int]) -> list[str]:
     return errors
 
 
-def _check_args(step: Step, tools: ToolRegistry) -> list[str]:
-    """Check a tool step's arguments against the tool's schema, ignoring referenced values."""
-    assert step.tool is not None
-    schema = tools.args_schema(step.tool)
+def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
+    """Check a tool step's arguments against its tool's schema, ignoring referenced values."""
+    schema = tools.args_schema(tool)
     if schema is None:
         return []
     fields = schema.model_fields

@@ -12,7 +12,20 @@ import json
 from graphlib import TopologicalSorter
 from typing import Any
 
-from planexec.state import PlanDoc, StepDoc
+from planexec.errors import PlanexecError
+from planexec.state import PlanDoc, State, StepDoc
+
+
+class NoPlanError(PlanexecError):
+    """The thread holds no plan where a node needs one (e.g. a state edit removed it)."""
+
+
+def plan_of(state: State) -> PlanDoc:
+    """Return the thread's plan; raise :class:`NoPlanError` if it has none (not an assert)."""
+    plan = state.get("plan")
+    if plan is None:
+        raise NoPlanError("this thread has no plan: start a new task")
+    return plan
 
 
 def step_tools(step: StepDoc) -> list[str]:

@@ -12,6 +12,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from planexec import prompts
 from planexec.plandoc import topological_order
+from planexec.records import record_key
 from planexec.state import PlanDoc, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 
@@ -24,7 +25,7 @@ def keepable(steps: list[StepDoc], records: dict[str, StepRecord]) -> list[StepD
     """
     kept: set[int] = set()
     for step in topological_order(steps):
-        if records.get(str(step["id"]), {}).get("status") == "succeeded" and all(
+        if records.get(record_key(step["id"]), {}).get("status") == "succeeded" and all(
             d in kept for d in step["depends_on"]
         ):
             kept.add(step["id"])
@@ -43,7 +44,7 @@ def signature(step: StepDoc | dict[str, Any]) -> str:
 
 def outcome_text(step: StepDoc, records: dict[str, StepRecord], kept: frozenset[int]) -> str:
     """Say how a step that is not kept ended (succeeded ones: why they are not kept)."""
-    record = records.get(str(step["id"]), {})
+    record = records.get(record_key(step["id"]), {})
     status = record.get("status", "pending")
     lost = [d for d in step["depends_on"] if d not in kept]
     if status == "succeeded" and lost:  # not kept: it depends on a step that is not
@@ -63,7 +64,7 @@ def replanner_messages(
     kept_text = (
         "\n".join(
             f"- step {s['id']} [{s['tool']}] {s['description']} -> "
-            f"{records[str(s['id'])].get('summary', '')}"
+            f"{records[record_key(s['id'])].get('summary', '')}"
             for s in kept_steps
         )
         or "(none)"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, NotRequired
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 StepStatus = Literal["pending", "succeeded", "failed", "skipped"]
@@ -163,18 +165,24 @@ def add_usage(
     return merged
 
 
-class InputState(TypedDict):
-    """What a run starts from: the user's task."""
+class InputState(TypedDict, total=False):
+    """What a run starts from: a ``task``, or ``messages`` ending in the user's task."""
 
     task: str
+    messages: Annotated[list[AnyMessage], add_messages]
 
 
 class OutputState(TypedDict, total=False):
-    """What a run returns."""
+    """What a run returns and ``updates``/``values`` streams show (Studio, the SDK)."""
 
     task: str
+    messages: Annotated[list[AnyMessage], add_messages]
     plan: PlanDoc | None
+    revisions: Annotated[list[Revision], operator.add]
     steps: dict[str, StepRecord]
+    approval: ApprovalRecord | None
+    evaluation: Evaluation | None
+    usage: Annotated[dict[str, RoleUsage], add_usage]
     final: FinalResult | None
     error: str | None
 
@@ -183,6 +191,9 @@ class State(TypedDict):
     """The whole checkpointed state of a planexec thread."""
 
     task: str
+    messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
+    task_message: NotRequired[str | None]
+    """Id of the human message the current task came from."""
     plan: NotRequired[PlanDoc | None]
     revisions: NotRequired[Annotated[list[Revision], operator.add]]
     steps: NotRequired[dict[str, StepRecord]]

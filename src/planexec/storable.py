@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from pathlib import PurePath
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from pydantic import BaseModel
 
 from planexec.errors import PlanexecError
@@ -258,6 +259,8 @@ def unstorable_reason(value: Any) -> str | None:
                 stack.append((child, (*path, key), depth + 1))
         elif isinstance(item, list | tuple):
             stack.extend((child, (*path, str(i)), depth + 1) for i, child in enumerate(item))
+        elif isinstance(item, BaseMessage):  # LangGraph stores chat messages: check their fields
+            stack.append((item.model_dump(), path, depth + 1))
         else:
             return f"{_where(path)} is a {type(item).__name__}, which is not JSON data"
     return None

@@ -115,13 +115,12 @@ class StoreGuard:
         if self.saver is None or time.monotonic() - self._answered_at < PROBE_FRESH:
             return
         if self._probe is None or self._probe.done():
-            self._probe = asyncio.ensure_future(self._run_probe())
+            self._probe = asyncio.ensure_future(self._run_probe(self.saver))
         await asyncio.shield(self._probe)
         self.raise_if_failed()
 
-    async def _run_probe(self) -> None:
-        assert self.saver is not None
-        saver, asked_at = self.saver, time.monotonic()
+    async def _run_probe(self, saver: Any) -> None:
+        asked_at = time.monotonic()
         try:
             if self.asynchronous:
                 await asyncio.wait_for(saver.aget_tuple(PROBE_CONFIG), PROBE_TIMEOUT)

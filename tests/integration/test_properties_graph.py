@@ -13,6 +13,7 @@ from langgraph.types import Command
 from planexec import Context, build_graph, models
 from planexec.admission import InvalidInputError
 from planexec.plan import PlanValidationError, validate_plan
+from planexec.review.decisions import Reject, read_decision
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, plan_reply, sleep_for, step
@@ -82,7 +83,10 @@ def test_any_resume_answer_runs_or_is_refused_with_the_plan_unchanged(answer):
         if "__interrupt__" in out:
             value = out["__interrupt__"][0].value
             if value["version"] == 2:  # a reject: the planner revised the plan and asks again
-                assert isinstance(answer, dict | str) and not value["error"]
+                decision = read_decision(answer)
+                assert isinstance(decision, Reject) and not value["error"]
+                revision = GRAPH.get_state(config).values["revisions"][-1]
+                assert revision["reason"] == f"rejected by the reviewer: {decision.feedback}"
             else:  # refused (or, for {}, not delivered by LangGraph): asked again, unchanged
                 assert value["plan"] == asked["plan"]
         else:

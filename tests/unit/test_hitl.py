@@ -9,7 +9,7 @@ from langchain.agents.middleware.human_in_the_loop import HITLRequest, HITLRespo
 from langgraph.prebuilt.interrupt import HumanInterrupt, HumanResponse
 from pydantic import TypeAdapter
 
-from planexec import hitl
+from planexec.review import hitl
 from planexec.state import PlanDoc
 
 PLAN: PlanDoc = {

@@ -87,3 +87,14 @@ def test_references_resolve_whole_values_fields_and_text():
 def test_topological_order_keeps_plan_order_among_ready_steps():
     steps = [step(3, None, deps=[2]), step(1, None), step(2, None, deps=[1]), step(4, None)]
     assert [s["id"] for s in topological_order(steps)] == [1, 4, 2, 3]
+
+
+def test_a_node_without_a_plan_gets_a_clear_error_not_an_assert():
+    import pytest
+
+    from planexec.errors import PlanexecError
+    from planexec.plandoc import NoPlanError, plan_of
+
+    with pytest.raises(NoPlanError, match="this thread has no plan") as info:
+        plan_of({"plan": None})  # type: ignore[typeddict-item]
+    assert isinstance(info.value, PlanexecError)

@@ -22,7 +22,7 @@ from planexec.context import Context, context_of
 from planexec.execution.outcomes import earlier_outcome
 from planexec.execution.scheduling import DependencyGate, StepLoop
 from planexec.outputs import OutputStore
-from planexec.plandoc import topological_order
+from planexec.plandoc import plan_of, topological_order
 from planexec.records import current_records, record_key
 from planexec.sandbox import Sandbox
 from planexec.secrets import secret_values
@@ -82,8 +82,7 @@ def open_round(
 
     Touches the disk (the run's workspace): async callers run it in a thread.
     """
-    plan = state["plan"]
-    assert plan is not None, "the executor needs an approved plan"
+    plan = plan_of(state)
     context = context_of(get_runtime(Context).context)
     current = current_records(plan, state.get("steps") or {})
     records = {s["id"]: current[record_key(s["id"])] for s in plan["steps"]}

@@ -151,7 +151,7 @@ async def _attempt(
     sid, ctx = step["id"], round_.context
     config: RunnableConfig = {
         "run_name": f"step {sid}: {step['tool'] or 'executor model'}",
-        "tags": [f"planexec:step:{sid}", f"planexec:thread:{round_.run_id}"],
+        "tags": [f"planexec:step:{sid}"],  # LangGraph's metadata already names the thread
         "metadata": {"planexec_step": sid, "planexec_plan_version": round_.plan["version"]},
     }
     async with round_.slots():  # at most max_parallel_steps attempts at once

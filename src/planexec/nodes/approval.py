@@ -23,10 +23,17 @@ from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import plan_digest, topological_order
+from planexec.plandoc import plan_digest, plan_of, topological_order
 from planexec.records import pending_record, record_key
 from planexec.review.checks import check_names, plan_problems, step_limit
-from planexec.review.decisions import AnswerRefused, Approve, Cancel, Reject, read_decision
+from planexec.review.decisions import (
+    AnswerRefused,
+    Approve,
+    Cancel,
+    Reject,
+    read_decision,
+    response_schema,
+)
 from planexec.review.policy import effective_policy, needs_approval
 from planexec.review.request import approval_request
 from planexec.state import (
@@ -66,14 +73,14 @@ def review(
     """
     ctx = context_of(runtime.context)
     policy = effective_policy(operator_policy, ctx.approval)
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     digest = plan_digest(plan)
     limit = step_limit(state, ctx)
     problems = plan_problems(plan, tools, limit)
     if not problems and not needs_approval(state, policy, tools, digest):
         return _approved(plan, digest, "auto")
-    answer = interrupt(approval_request(state, plan, digest, problems, tools))
+    request = approval_request(state, plan, digest, problems, tools, ctx)
+    answer = interrupt(request, response_schema=response_schema())
     try:
         return _decide(state, plan, digest, problems, limit, answer, tools)
     except AnswerRefused as exc:
@@ -132,7 +139,7 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
     kept: set[int] = set()
     records: dict[str, StepRecord] = {}
     for step in topological_order(new_plan["steps"]):
-        rec = old_records.get(str(step["id"]))
+        rec = old_records.get(record_key(step["id"]))
         if (
             rec is not None
             and rec.get("status") == "succeeded"
@@ -140,14 +147,14 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
             and all(dep in kept for dep in step["depends_on"])
         ):
             kept.add(step["id"])
-            records[str(step["id"])] = rec
+            records[record_key(step["id"])] = rec
         else:
             records[record_key(step["id"])] = pending_record()
     return {
         **_approved(new_plan, digest, "edit"),
         "plan": new_plan,
         "proposed": ProposedPlan(version=new_plan["version"], digest=digest, by="reviewer"),
-        "steps": {str(s["id"]): records[str(s["id"])] for s in new_plan["steps"]},
+        "steps": {record_key(s["id"]): records[record_key(s["id"])] for s in new_plan["steps"]},
         "revisions": [
             Revision(
                 version=plan["version"],

@@ -15,7 +15,7 @@ from planexec import models
 from planexec.context import Context, context_of
 from planexec.judging import cheap_problem, judge
 from planexec.outputs import OutputFileError, output_of
-from planexec.plandoc import topological_order
+from planexec.plandoc import plan_of, topological_order
 from planexec.records import current_records, pending_record, record_key
 from planexec.sandbox import Sandbox
 from planexec.state import Evaluation, State, StepDoc, StepRecord
@@ -46,8 +46,7 @@ def evaluate(
     ctx = context_of(runtime.context)
     workspace = sandbox.for_run(ctx)
     store = sandbox.output_store()
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
     current = current_records(plan, state.get("steps") or {})  # only this plan's results count
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in current.items()}
@@ -58,7 +57,7 @@ def evaluate(
     ]
     outputs: dict[int, Any] = {}
     for sid in fresh:
-        rec = records[str(sid)]
+        rec = records[record_key(sid)]
         rec["checked"] = True
         try:
             outputs[sid] = output_of(rec, store)
@@ -72,18 +71,18 @@ def evaluate(
     update: dict[str, Any] = {}
     note = ""
     retry: list[int] = []
-    judged = [sid for sid in fresh if records[str(sid)]["status"] == "succeeded"]
+    judged = [sid for sid in fresh if records[record_key(sid)]["status"] == "succeeded"]
     if ctx.llm_judge and judged:
         counter = UsageCounter("evaluator")
         judgement = judge(
             models.load_chat_model(ctx.evaluator_model),
             plan["steps"],
             {sid: outputs[sid] for sid in judged},
-            counter.config(),
+            counter.config(models.internal_call("judge model")),
         )
         update["usage"], note = counter.usage(), judgement.note
         for sid, verdict in judgement.verdicts.items():
-            rec = records[str(sid)]
+            rec = records[record_key(sid)]
             if not verdict.ok:
                 rec["status"] = "failed"
                 rec["error"] = "judge: " + storable_text(verdict.reason or "does not fit", 500)
@@ -126,7 +125,7 @@ def _discard_built_on(
 ) -> None:
     """Mark succeeded steps built on a failed step's output as skipped, naming the cause."""
     for step in topological_order(steps):
-        rec = records.get(str(step["id"]))
+        rec = records.get(record_key(step["id"]))
         if rec is None or rec.get("status") != "succeeded":
             continue
         bad = [

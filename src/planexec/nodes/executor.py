@@ -26,7 +26,7 @@ from planexec.execution import (
     run_step_blocking,
     running,
 )
-from planexec.plandoc import plan_digest
+from planexec.plandoc import plan_digest, plan_of
 from planexec.sandbox import Sandbox
 from planexec.state import ApprovalRecord, State, StepDoc
 from planexec.store_guard import CheckpointStoreError
@@ -133,7 +133,6 @@ async def aexecute(
 
 def _update(state: State, outcomes: list[StepOutcome]) -> dict[str, Any]:
     """Return the state update of a round: its steps' records and the usage they counted."""
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     records = records_after(plan, state.get("steps") or {}, outcomes)
     return {"steps": records, "usage": round_usage(outcomes), "evaluation": None}

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planexec.conversation import answer_message
 from planexec.outputs import OutputFileError, OutputStore, output_of
-from planexec.records import current_records
+from planexec.records import current_records, record_key
 from planexec.state import FinalResult, FinalStatus, State, StepDoc
 from planexec.tools.registry import ToolRegistry
 
@@ -40,7 +41,13 @@ def _artifacts(
 
 
 def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict[str, Any]:
-    """Summarise the run: status, answer, files made, and what failed and why."""
+    """Summarise the run (status, answer, files made, what failed) and answer in the chat."""
+    final = final_result(state, outputs, tools)
+    return {"final": final, "messages": [answer_message(final)]}
+
+
+def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> FinalResult:
+    """Return the run's status, answer, files made, and what failed and why."""
     plan = state.get("plan")
     records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
@@ -52,7 +59,7 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
             artifacts=[],
             failed_steps=[],
         )
-        return {"final": final}
+        return final
     if plan is None:
         final = FinalResult(
             status="failed",
@@ -60,16 +67,18 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
             artifacts=[],
             failed_steps=[],
         )
-        return {"final": final}
+        return final
 
     steps = plan["steps"]
-    status_of = {s["id"]: records.get(str(s["id"]), {}).get("status", "pending") for s in steps}
+    status_of = {
+        s["id"]: records.get(record_key(s["id"]), {}).get("status", "pending") for s in steps
+    }
     failed = [
         {
             "step": s["id"],
             "tool": s["tool"],
             "status": status_of[s["id"]],
-            "error": records.get(str(s["id"]), {}).get("error"),
+            "error": records.get(record_key(s["id"]), {}).get("error"),
         }
         for s in steps
         if status_of[s["id"]] != "succeeded"
@@ -78,14 +87,14 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         a
         for s in steps
         if status_of[s["id"]] == "succeeded"
-        for a in _artifacts(s, records[str(s["id"])], outputs, tools)
+        for a in _artifacts(s, records[record_key(s["id"])], outputs, tools)
     ]
     needed = {d for s in steps for d in s["depends_on"]}
     sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
     lines = []
     for sink in sinks:
-        output = records[str(sink["id"])].get("output")  # a spilled one: its summary below
-        made = _artifacts(sink, records[str(sink["id"])], outputs, tools)
+        output = records[record_key(sink["id"])].get("output")  # a spilled one: its summary below
+        made = _artifacts(sink, records[record_key(sink["id"])], outputs, tools)
         if isinstance(output, str):
             lines.append(output)
         elif made:
@@ -93,7 +102,7 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         else:
             lines.append(
                 f"Step {sink['id']} ({sink['description']}): "
-                f"{records[str(sink['id'])].get('summary', '')}"
+                f"{records[record_key(sink['id'])].get('summary', '')}"
             )
     status: FinalStatus
     if not failed:
@@ -106,7 +115,6 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
         lines.extend(
             f"- step {f['step']} [{f['tool']}] {f['status']}: {f['error'] or ''}" for f in failed
         )
-    final = FinalResult(
+    return FinalResult(
         status=status, answer="\n".join(lines), artifacts=artifacts, failed_steps=failed
     )
-    return {"final": final}

@@ -69,7 +69,7 @@ def plan(
         tools,
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
-        config=counter.config(),
+        config=counter.config(models.internal_call("planner model")),
     )
     if result.plan is None:
         return {

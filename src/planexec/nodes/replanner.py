@@ -15,7 +15,7 @@ from planexec import models
 from planexec.context import Context, context_of
 from planexec.drafting import draft_plan
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
-from planexec.plandoc import plan_digest
+from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key
 from planexec.revising import keepable, replanner_messages, signature
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepRecord
@@ -26,8 +26,7 @@ from planexec.usage import UsageCounter
 def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
     """Ask the planner model for the remaining work and merge it with the kept steps."""
     ctx = context_of(runtime.context)
-    plan = state["plan"]
-    assert plan is not None
+    plan = plan_of(state)
     records = state.get("steps", {})
     kept_steps = keepable(plan["steps"], current_records(plan, records))
     lost_steps = [s for s in plan["steps"] if s not in kept_steps]
@@ -40,7 +39,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
         kept=kept_ids,
-        config=counter.config(),
+        config=counter.config(models.internal_call("replanner model")),
     )
     replans = state.get("replans", 0) + 1
     base: dict[str, Any] = {"replans": replans, "usage": counter.usage()}
@@ -68,13 +67,15 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
         return {**base, "error": "the revised plan is invalid: " + "; ".join(exc.errors)}
 
     new_plan: PlanDoc = to_doc(merged, version=plan["version"] + 1)
-    new_records: dict[str, StepRecord] = {str(s["id"]): records[str(s["id"])] for s in kept_steps}
+    new_records: dict[str, StepRecord] = {
+        record_key(s["id"]): records[record_key(s["id"])] for s in kept_steps
+    }
     for step in new_steps:
         new_records[record_key(step.id)] = pending_record()
     failures = "; ".join(
-        f"step {s['id']}: {records.get(str(s['id']), {}).get('error')}"
+        f"step {s['id']}: {records.get(record_key(s['id']), {}).get('error')}"
         for s in lost_steps
-        if records.get(str(s["id"]), {}).get("status") == "failed"
+        if records.get(record_key(s["id"]), {}).get("status") == "failed"
     )
     return {
         **base,

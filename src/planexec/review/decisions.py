@@ -15,9 +15,14 @@ only :data:`ReviewDecision`.
 from __future__ import annotations
 
 import json
+from functools import cache
 from typing import Annotated, Any, Literal
 
+from langchain.agents.middleware.human_in_the_loop import HITLResponse
+from langgraph.prebuilt.interrupt import HumanResponse
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from planexec.review import hitl
 
 
 class _Answer(BaseModel):
@@ -64,6 +69,18 @@ SHAPES = (
 )
 
 
+@cache
+def response_schema() -> dict[str, Any]:
+    """Return the JSON schema of every accepted answer, published with the interrupt.
+
+    planexec's own decisions, LangChain v1's ``HITLResponse`` and the legacy Agent Inbox's
+    ``[HumanResponse]``: published for clients, not enforced by LangGraph, so an answer outside
+    it is refused by :func:`read_decision` with a reason and asked again.
+    """
+    answers = ReviewDecision | HITLResponse | list[HumanResponse]
+    return TypeAdapter(answers).json_schema()
+
+
 class AnswerRefused(ValueError):
     """A reviewer's answer cannot be accepted; the message says why."""
 
@@ -71,14 +88,15 @@ class AnswerRefused(ValueError):
 def planexec_answer(answer: Any) -> Any:
     """Translate an answer in any accepted format into planexec's own (not yet validated).
 
-    JSON text is decoded; any other text names the action (``"approve"``).
+    JSON text is decoded; any other text names the action (``"approve"``). A LangChain v1
+    HITL or legacy Agent Inbox answer is read by :func:`planexec.review.hitl.planexec_answer`.
     """
     if isinstance(answer, str):
         try:
-            return json.loads(answer)
+            answer = json.loads(answer)
         except ValueError:  # not JSON (or a number past Python's digit limit): an action name
             return {"action": answer.strip().lower()}
-    return answer
+    return hitl.planexec_answer(answer)
 
 
 def parse_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
@@ -90,6 +108,8 @@ def read_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
     """Read a reviewer's answer; raise :class:`AnswerRefused` saying why it is not a decision."""
     try:
         return parse_decision(answer)
+    except hitl.HitlAnswerError as exc:
+        raise AnswerRefused(f"answer not understood ({exc})") from None
     except ValidationError as exc:
         details = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planexec.context import ApprovalPolicy
-from planexec.plandoc import step_tools
+from planexec.plandoc import plan_of, step_tools
 from planexec.state import State
 from planexec.tools.registry import ToolRegistry
 
@@ -29,8 +29,7 @@ def needs_approval(state: State, policy: ApprovalPolicy, tools: ToolRegistry, di
         return False
     if policy == "always":
         return True
-    approved, proposed, plan = state.get("approved"), state.get("proposed"), state["plan"]
-    assert plan is not None
+    approved, proposed, plan = state.get("approved"), state.get("proposed"), plan_of(state)
     if not approved or not proposed or proposed.get("by") != "replanner":
         return True
     if proposed.get("digest") != digest or proposed.get("base") != approved["digest"]:

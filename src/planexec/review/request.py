@@ -4,16 +4,21 @@ from __future__ import annotations
 
 from typing import Literal
 
-from typing_extensions import TypedDict
-
+from planexec.context import Context
 from planexec.plandoc import plan_tools
+from planexec.review import hitl
 from planexec.review.decisions import SHAPES
+from planexec.review.hitl import HitlFields
 from planexec.state import PlanDoc, State
 from planexec.tools.registry import ToolRegistry
 
 
-class ApprovalRequest(TypedDict):
-    """The interrupt's payload (JSON): answer it with one of ``answers``."""
+class ApprovalRequest(HitlFields):
+    """The interrupt's payload (JSON): answer it with one of ``answers``.
+
+    It is also a LangChain v1 HITL request and a legacy Agent Inbox interrupt
+    (:class:`~planexec.review.hitl.HitlFields`): one action, ``run_plan``, whose args are the plan.
+    """
 
     type: Literal["plan_approval"]
     plan: PlanDoc
@@ -30,19 +35,28 @@ class ApprovalRequest(TypedDict):
 
 
 def approval_request(
-    state: State, plan: PlanDoc, digest: str, problems: list[str], tools: ToolRegistry
+    state: State,
+    plan: PlanDoc,
+    digest: str,
+    problems: list[str],
+    tools: ToolRegistry,
+    ctx: Context,
 ) -> ApprovalRequest:
     """Build the interrupt's payload: the plan, what identifies it, and why it is asked again."""
     proposed = state.get("proposed")
     previous = state.get("approval") or {}
     error = previous.get("error") if previous.get("action") in ("refused", "not_approved") else None
+    side_effects = [t for t in plan_tools(plan) if tools.has_side_effects(t)]
+    calls = hitl.estimate_model_calls(plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge)
+    description = hitl.describe(plan, side_effects, calls, problems)
     return ApprovalRequest(
+        **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",
         plan=plan,
         version=plan["version"],
         digest=digest,
         origin=proposed["by"] if proposed and proposed["digest"] == digest else "state edit",
-        side_effect_tools=[t for t in plan_tools(plan) if tools.has_side_effects(t)],
+        side_effect_tools=side_effects,
         problems=problems,
         error=error,
         answers=SHAPES,

@@ -1,0 +1,25 @@
+"""Intake node: each new run's task, from a new human message or from ``task``, in the chat.
+
+A new human message at the end of ``messages`` is the task; otherwise the ``task`` given
+is recorded as a human message, so ``messages`` is never empty at the approval.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+
+from planexec.conversation import message_text
+from planexec.state import State
+
+
+def take_task(state: State) -> dict[str, Any]:
+    """Return the run's task and the human message that carries it."""
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if isinstance(last, HumanMessage) and last.id != state.get("task_message"):
+        return {"task": message_text(last), "task_message": last.id}
+    message = HumanMessage(state["task"], id=str(uuid.uuid4()))
+    return {"messages": [message], "task_message": message.id}

@@ -1,0 +1,86 @@
+"""Chat in, chat out: the task as a human message, the answer as an AI message."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from planexec import build_graph
+from planexec.admission import InvalidInputError
+from planexec.tools import ToolRegistry
+from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
+
+PLAN = plan_of(step(1, "echo", {"text": "hello"}))
+
+
+@pytest.fixture
+def graph():
+    return build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+
+
+def test_a_chat_message_is_the_task_and_the_answer_comes_back_as_an_ai_message(
+    graph, use_models, ctx
+):
+    use_models(planner=scripted(plan_reply(PLAN), plan_reply(PLAN)))
+    config = thread()
+    asked = graph.invoke(
+        {"messages": [{"role": "user", "content": "say hello"}]}, config, context=ctx()
+    )
+    assert "__interrupt__" in asked
+    state = graph.get_state(config).values
+    assert state["task"] == "say hello"
+    assert [type(m) for m in state["messages"]] == [HumanMessage]  # a message at the approval
+    out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config, context=ctx())
+    assert out["final"]["status"] == "succeeded"
+    assert isinstance(out["messages"][-1], AIMessage)
+    assert out["messages"][-1].content == out["final"]["answer"] == "hello"
+    # a second human message on the thread is a new task, with a new approval
+    again = graph.invoke({"messages": [HumanMessage("say hello again")]}, config, context=ctx())
+    assert again["__interrupt__"][0].value["version"] == 2
+    state = graph.get_state(config).values
+    assert state["task"] == "say hello again"
+    assert [m.type for m in state["messages"]] == ["human", "ai", "human"]
+    assert state["approval"] is None and state["final"] is None
+
+
+def test_a_task_run_records_the_task_as_a_human_message(graph, use_models, ctx):
+    use_models(planner=scripted(plan_reply(PLAN)))
+    config = thread()
+    graph.invoke({"task": "say hello"}, config, context=ctx())
+    messages = graph.get_state(config).values["messages"]
+    assert [(m.type, m.content) for m in messages] == [("human", "say hello")]
+    out = graph.invoke(Command(resume={"action": "cancel"}), config, context=ctx())
+    assert out["messages"][-1].content == "Cancelled by the reviewer: no reason given"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"messages": []},
+        {"messages": [{"role": "assistant", "content": "hi"}]},
+        {"messages": [{"role": "user", "content": "   "}]},
+        {"messages": [{"role": "wizard", "content": "x"}]},
+        {"messages": [{"role": "user", "content": "x" * 30_000}]},
+        {"messages": [{"role": "user", "content": "a\x00b"}]},
+    ],
+)
+def test_chat_input_without_a_usable_task_is_refused_up_front(graph, value):
+    config = thread()
+    with pytest.raises(InvalidInputError):
+        graph.invoke(value, config)
+    assert graph.get_state(config).values == {}
+
+
+def test_the_messages_stream_shows_the_answer_not_the_planner_writing(graph, use_models, ctx):
+    use_models(planner=scripted(plan_reply(PLAN)))
+    config = thread()
+    seen = list(graph.stream({"task": "say hello"}, config, context=ctx(), stream_mode="messages"))
+    seen += graph.stream(
+        Command(resume={"action": "approve"}), config, context=ctx(), stream_mode="messages"
+    )
+    nodes = [meta["langgraph_node"] for _, meta in seen]
+    assert "planner" not in nodes  # tagged langsmith:nostream
+    answers = [m.content for m, meta in seen if meta["langgraph_node"] == "finalizer"]
+    assert answers == ["hello"]
