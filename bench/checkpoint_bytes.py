@@ -12,9 +12,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import TOOLS, build_graph, context, random_dag, seed, table  # noqa: E402
+from common import TOOLS, build_graph, context, random_dag, seed, table
 
-from planexec.persistence import sqlite_saver  # noqa: E402
+from planexec.persistence import sqlite_saver
 
 
 def main() -> None:

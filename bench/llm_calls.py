@@ -19,10 +19,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import new_config, table  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from common import new_config, table
+from langgraph.checkpoint.memory import InMemorySaver
 
-from planexec import (  # noqa: E402
+from planexec import (
     Context,
     Workspace,
     build_graph,
@@ -30,10 +30,10 @@ from planexec import (  # noqa: E402
     models,
     use_workspace,
 )
-from planexec.nodes.planner import planner_messages  # noqa: E402
-from planexec.references import resolve_references  # noqa: E402
-from planexec.sandbox import Sandbox  # noqa: E402
-from planexec.scripted import ScriptedChatModel, ScriptedReply  # noqa: E402
+from planexec.nodes.planner import planner_messages
+from planexec.references import resolve_references
+from planexec.sandbox import Sandbox
+from planexec.scripted import ScriptedChatModel, ScriptedReply
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,9 +18,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import TOOLS, aseed, build_graph, context, table  # noqa: E402
+from common import TOOLS, aseed, build_graph, context, table
 
-from planexec.persistence import async_postgres_saver, async_sqlite_saver  # noqa: E402
+from planexec.persistence import async_postgres_saver, async_sqlite_saver
 
 
 def plan_for(i: int) -> dict[str, Any]:
@@ -95,7 +95,7 @@ async def main(threads: int) -> None:
                 savers.append(
                     ("Postgres", await astack.enter_async_context(async_postgres_saver(url)))
                 )
-            except Exception as exc:  # noqa: BLE001 - the table says Postgres is missing
+            except Exception as exc:  # the table says Postgres is missing
                 print(f"(Postgres skipped: {exc})")
             for name, saver in savers:
                 rate, p50, p95 = await run_load(saver, threads)

@@ -18,12 +18,12 @@ from common import (
     build_graph,
     context,
     critical_path,
-    levels,  # noqa: E402
+    levels,
     random_dag,
     step_span,
     table,
 )
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver
 
 
 async def planexec_makespan(plan, ctx) -> tuple[float, float]:

@@ -18,19 +18,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import TOOLS, build_graph, context, new_config, table  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
-from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: E402
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver  # noqa: E402
+from common import TOOLS, build_graph, context, new_config, table
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from planexec import models  # noqa: E402
-from planexec.persistence import (  # noqa: E402
+from planexec import models
+from planexec.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.scripted import ScriptedChatModel, ScriptedReply  # noqa: E402
+from planexec.scripted import ScriptedChatModel, ScriptedReply
 
 SIZES = (20, 220)
 
@@ -112,7 +112,7 @@ async def main() -> None:
             from pgserver import postgres
 
             url = stack.enter_context(postgres())
-        except Exception as exc:  # noqa: BLE001 - the table says Postgres is missing
+        except Exception as exc:  # the table says Postgres is missing
             print(f"(Postgres skipped: {exc})")
         async with AsyncExitStack() as astack:
             cases: list[tuple[str, Any, Any]] = [

@@ -11,8 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import TOOLS, aseed, build_graph, context, seed, step_span, table  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from common import TOOLS, aseed, build_graph, context, seed, step_span, table
+from langgraph.checkpoint.memory import InMemorySaver
 
 SLEEPS = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
 

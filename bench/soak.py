@@ -317,7 +317,7 @@ def in_process_run(graph: Any, rng: random.Random, kind: str, f: Findings) -> No
                 f.errors["refused at admission"] += 1
         finish(graph, config, ctx, f)
         takes_a_new_task(graph, config, ctx, tid, f)
-    except Exception as exc:  # noqa: BLE001 - a soak records, it does not stop
+    except Exception as exc:  # a soak records, it does not stop
         f.wedged.append(f"{kind} {tid}: {type(exc).__name__}: {exc}"[:300])
     for label, count in ledger_counts().items():
         if label.startswith(tid) and count > 1:
@@ -349,7 +349,7 @@ def resume_and_check(
             committed = committed_steps(saver, config)
             finish(graph, config, ctx, f)
             takes_a_new_task(graph, config, ctx, tid, f)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         f.wedged.append(f"{kind} {tid}: {type(exc).__name__}: {exc}"[:300])
         return
     counts = ledger_counts()
@@ -396,7 +396,7 @@ def outage_run(pg: Any, rng: random.Random, f: Findings) -> None:
         timer.start()
         try:
             graph.invoke(approve(request), config, context=ctx)
-        except Exception as exc:  # noqa: BLE001 - the outage is expected to fail the run
+        except Exception as exc:  # the outage is expected to fail the run
             f.errors[f"outage: {type(exc).__name__}"] += 1
         timer.join()
     pg.start()
@@ -453,7 +453,7 @@ def main() -> None:
             saver.conn.cursor() as cur,  # type: ignore[union-attr]
         ):
             for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes"):
-                cur.execute(f"SELECT * FROM {table}")  # noqa: S608 - fixed names
+                cur.execute(f"SELECT * FROM {table}")  # fixed names
                 dumps.append(repr(cur.fetchall()).encode())
     finally:
         pg.remove()

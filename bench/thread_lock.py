@@ -23,16 +23,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import TOOLS, build_graph, table  # noqa: E402
-from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from common import TOOLS, build_graph, table
+from langgraph.checkpoint.memory import InMemorySaver
 
-from planexec.persistence import (  # noqa: E402
+from planexec.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.thread_lock import ahold, hold  # noqa: E402
+from planexec.thread_lock import ahold, hold
 
 ROUNDS, WARMUP = 400, 20
 
@@ -79,7 +79,7 @@ async def main() -> None:
             from pgserver import postgres
 
             url = stack.enter_context(postgres())
-        except Exception as exc:  # noqa: BLE001 - the table says Postgres is missing
+        except Exception as exc:  # the table says Postgres is missing
             print(f"(Postgres skipped: {exc})")
         async with AsyncExitStack() as astack:
             folder = Path(tempfile.mkdtemp())

@@ -80,7 +80,7 @@ class OffLoopCall:
                     value = ctx.run(sync_fn)
                 else:
                     raise TypeError("an off-loop call needs a function or a coroutine maker")
-            except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
+            except BaseException as exc:  # handed to the awaiting coroutine
                 settle(result, None, exc)
             else:
                 settle(result, value, None)

@@ -108,7 +108,7 @@ def _keys(path: _Path) -> tuple[str, ...]:
     return tuple(reversed(keys))
 
 
-def _convert(value: Any, path: _Path, depth: int) -> Any:  # noqa: C901 - one table
+def _convert(value: Any, path: _Path, depth: int) -> Any:  # one table
     if depth > MAX_DEPTH:
         raise UnstorableValueError(
             f"{_where(_keys(path))} is nested more than {MAX_DEPTH} levels deep; "

@@ -130,7 +130,7 @@ class StoreGuard:
                 await asyncio.wait_for(lookup, PROBE_TIMEOUT)
         except NotImplementedError:
             self.saver = None  # a saver without that method: nothing can be probed
-        except Exception as exc:  # noqa: BLE001 - any failure of the store stops new steps
+        except Exception as exc:  # any failure of the store stops new steps
             self._fail(exc)
         else:
             self._answered_at = asked_at
@@ -144,7 +144,7 @@ class StoreGuard:
             self.saver.get_tuple(PROBE_CONFIG)
         except NotImplementedError:
             self.saver = None
-        except Exception as exc:  # noqa: BLE001 - see _run_probe
+        except Exception as exc:  # see _run_probe
             self._fail(exc)
         self.raise_if_failed()
 

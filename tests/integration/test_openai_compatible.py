@@ -39,7 +39,7 @@ def openai_server() -> Iterator[tuple[str, list[dict]]]:
     requests: list[dict] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["content-length"])))
             requests.append({"path": self.path, "auth": self.headers.get("authorization"), **body})
             choice = body.get("tool_choice")
@@ -147,10 +147,10 @@ def test_a_provider_models_own_call_reports_to_no_callback(openai_server, monkey
             super().__init__()
             self.names: list[str] = []
 
-        def _persist_run(self, run) -> None:  # noqa: ANN001
+        def _persist_run(self, run) -> None:
             pass
 
-        def _on_run_update(self, run) -> None:  # noqa: ANN001
+        def _on_run_update(self, run) -> None:
             self.names.append(run.name)
 
     url, _ = openai_server

@@ -86,7 +86,7 @@ def failing_openai_server() -> Iterator[tuple[str, list[str]]]:
     hits: list[str] = []
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers["content-length"]))
             hits.append(self.path)
             data = json.dumps({"error": {"message": "overloaded", "type": "server_error"}})

@@ -194,10 +194,10 @@ class InvalidCallModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "invalid-call"
 
-    def bind_tools(self, tools, **kwargs):  # noqa: ANN001, ANN003
+    def bind_tools(self, tools, **kwargs):
         return self
 
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001, ANN003
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
         bad = {"name": "Plan", "args": '{"goal": "\x00', "id": "1", "error": "raw: {\x00 \ud800"}
         message = AIMessage(content="", invalid_tool_calls=[{**bad, "type": "invalid_tool_call"}])
         return ChatResult(generations=[ChatGeneration(message=message)])
@@ -236,7 +236,7 @@ def test_a_judge_reason_with_nul_is_stored(graph, use_models, ctx):
 
 def test_absurd_token_counts_from_a_model_do_not_break_the_checkpoint(graph, use_models, ctx):
     class Greedy(InvalidCallModel):
-        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # noqa: ANN001, ANN003
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
             call = {"name": "Plan", "args": plan_of(step(1, "echo", {"text": "x"})), "id": "1"}
             message = AIMessage(content="", tool_calls=[call])
             message.usage_metadata = {  # type: ignore[typeddict-item]

@@ -64,7 +64,7 @@ def guard(coro: Coroutine[Any, Any, int]) -> None:
             code = EXIT_ERROR
         except KeyboardInterrupt:
             code = 130
-        except Exception:  # noqa: BLE001 - a bug: its traceback, scrubbed like all output
+        except Exception:  # a bug: its traceback, scrubbed like all output
             sys.stderr.write(traceback.format_exc())
             code = EXIT_FAILED
     raise typer.Exit(code)

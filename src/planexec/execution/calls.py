@@ -44,7 +44,7 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
             try:
                 value = await toolcalls.call_tool(tool_, args, quiet)
                 return redact(to_storable(value), secrets)
-            except Exception as exc:  # noqa: BLE001 - reported as a scrubbed ToolFailed
+            except Exception as exc:  # reported as a scrubbed ToolFailed
                 problem = (redact(describe_error(exc), secrets), is_transient(exc))
         message, transient = problem  # raised here, outside the handler: no chained original
         raise (TransientToolFailed if transient else ToolFailed)(message)

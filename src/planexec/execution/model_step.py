@@ -86,5 +86,5 @@ async def _tool_result(
     try:
         result = await asyncio.wait_for(call_tool(tool_, args, config), round_.context.step_timeout)
         return json.dumps(to_storable(result), ensure_ascii=False)[:20_000]
-    except Exception as exc:  # noqa: BLE001 - reported back to the model
+    except Exception as exc:  # reported back to the model
         return f"error: {describe_error(exc)}"

@@ -112,7 +112,7 @@ async def _attempts(
             output, output_file = await _attempt(step, args, inputs, round_, counter, refusals)
         except CheckpointStoreError:
             raise  # the step did not start; the executor node stops the run
-        except Exception as exc:  # noqa: BLE001 - a tool's failure is the step's, not the run's
+        except Exception as exc:  # a tool's failure is the step's, not the run's
             error = describe_error(exc)
             if isinstance(exc, StepTimeout) and abandoned_of(round_.run_id, sid):
                 error += " (the call did not stop: abandoned, still running)"

@@ -53,7 +53,7 @@ def publisher(gate: DependencyGate, step: StepDoc) -> Callable[[StepFuture], Non
     def publish(fut: StepFuture) -> None:
         try:
             result = result_of(fut, step)
-        except Exception as exc:  # noqa: BLE001 - re-raised by the node, see above
+        except Exception as exc:  # re-raised by the node, see above
             result = outcome(step["id"], "failed", error=f"internal error: {exc}")
         gate.publish(step["id"], result)
 
