@@ -74,7 +74,7 @@ def test_sdk_plan_approve_edit_and_history(server, run_context):
             "finalizer",
         }
         schemas = await client.assistants.get_schemas(assistant["assistant_id"])
-        assert list(schemas["input_schema"]["properties"]) == ["task"]
+        assert list(schemas["input_schema"]["properties"]) == ["task", "messages"]
         assert "max_parallel_steps" in schemas["context_schema"]["properties"]
 
         thread = await client.threads.create()
@@ -307,3 +307,84 @@ def test_planexec_errors_reach_server_users_with_their_message(server, run_conte
     assert not state["values"]  # refused before anything was stored
     assert no_key["__error__"]["error"] == "ConfigurationError"
     assert no_key["__error__"]["message"].startswith("OPENAI_API_KEY is not set")
+
+
+WRITE_STEPS_TEXT = json.dumps(WRITE["steps"])  # what Agent Chat UI's textarea sends back
+ANSWER_STYLES = {
+    "planexec": ({"action": "approve"}, "succeeded"),
+    "v1 approve": ({"decisions": [{"type": "approve"}]}, "succeeded"),
+    "v1 edit, textarea text": (
+        {
+            "decisions": [
+                {
+                    "type": "edit",
+                    "edited_action": {
+                        "name": "run_plan",
+                        "args": {"goal": "write", "steps": WRITE_STEPS_TEXT},
+                    },
+                }
+            ]
+        },
+        "wrote",
+    ),
+    "v1 reject, message": ({"decisions": [{"type": "reject", "message": "again"}]}, "asked"),
+    "v1 reject, none": ({"decisions": [{"type": "reject"}]}, "cancelled"),
+    "legacy accept": ([{"type": "accept", "args": None}], "succeeded"),
+    "legacy edit": (
+        [{"type": "edit", "args": {"action": "run_plan", "args": {"goal": "w", **WRITE}}}],
+        "wrote",
+    ),
+    "legacy response": ([{"type": "response", "args": "again"}], "asked"),
+    "legacy ignore": ([{"type": "ignore", "args": None}], "cancelled"),
+}
+
+
+def test_every_answer_style_over_the_api(server, server_root, tmp_path):
+    """Agent Chat UI (LangChain v1 HITL), the legacy Agent Inbox, and planexec's own answers."""
+    name = f"styles-{uuid.uuid4().hex[:8]}"
+    ws = server_root / "shared" / name
+    ws.mkdir(parents=True)
+    planner = planner_script(tmp_path / "planner.json", [("again", LIST), ("list", LIST)])
+    context = {"planner_model": planner, "workspace": name}
+
+    async def one(client, answer, ends):
+        tid = (await client.threads.create())["thread_id"]
+        chat = {"messages": [{"role": "user", "content": "list the files"}]}
+        await client.runs.wait(tid, "planexec", input=chat, context=context)
+        pending = (await client.threads.get_state(tid))["interrupts"][0]
+        asked = pending["value"]
+        assert asked["action_requests"][0]["name"] == "run_plan"
+        assert asked["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+        assert asked["config"]["allow_respond"] and "| 1 | list_files |" in asked["description"]
+        (ws / "notes.md").unlink(missing_ok=True)
+        await client.runs.wait(tid, "planexec", command={"resume": answer}, context=context)
+        state = await client.threads.get_state(tid)
+        values = state["values"]
+        if ends == "asked":
+            again = state["interrupts"][0]["value"]
+            assert again["version"] == 2 and again["error"] is None
+            return
+        status = "succeeded" if ends == "wrote" else ends
+        assert values["final"]["status"] == status, values["final"]
+        assert values["messages"][-1]["type"] == "ai"
+        assert values["messages"][-1]["content"].startswith(values["final"]["answer"])
+        assert (ws / "notes.md").exists() == (ends == "wrote")
+
+    async def scenario():
+        client = get_client(url=server)
+        for answer, ends in ANSWER_STYLES.values():
+            await one(client, answer, ends)
+
+    asyncio.run(scenario())
+
+
+def test_model_errors_reach_the_api_client_with_their_message(server):
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        return await client.runs.wait(
+            tid, "planexec", input={"task": "t"}, context={"planner_model": "bogus:model-1"}
+        )
+
+    with pytest.raises(Exception, match="ConfigurationError: unknown model provider 'bogus'"):
+        asyncio.run(scenario())  # the SDK raises the run's error with its message
