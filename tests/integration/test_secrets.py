@@ -255,6 +255,8 @@ def test_a_token_streaming_model_streams_only_whole_scrubbed_replies(use_models,
                 ]
 
             chunks = asyncio.run(collect())
-    texts = [message.content for message, _ in chunks]
+    by_node = [(meta["langgraph_node"], message.content) for message, meta in chunks]
+    texts = [text for node, text in by_node if node == "run_step"]  # the step task's model
     assert texts == [f"the key is {REDACTED} ok"]  # one whole reply, no token chunks
+    assert by_node[-1] == ("finalizer", texts[0])  # the chat's answer message, scrubbed too
     assert graph.get_state(config).values["steps"]["1"]["output"] == texts[0]

@@ -6,11 +6,17 @@ import json
 from graphlib import TopologicalSorter
 
 from hypothesis import HealthCheck, given, settings
-from pydantic import ValidationError
 
 from planexec.plan import Plan, PlanValidationError, validate_plan
 from planexec.references import iter_references
-from planexec.review.decisions import Approve, Cancel, Edit, Reject, parse_decision
+from planexec.review.decisions import (
+    AnswerRefused,
+    Approve,
+    Cancel,
+    Edit,
+    Reject,
+    read_decision,
+)
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, sleep_for
 from tests.strategies import (
@@ -67,9 +73,14 @@ def test_tool_less_steps_listing_registered_tools_are_accepted_as_listed(data):
 
 @SETTINGS
 @given(resume_answers)
-def test_any_resume_answer_is_a_decision_or_a_validation_error(answer):
+def test_any_resume_answer_is_a_decision_or_a_refusal_saying_why(answer):
     try:
-        decision = parse_decision(answer)
-    except ValidationError:
+        decision = read_decision(answer)
+    except AnswerRefused as exc:
+        assert str(exc).startswith("answer not understood (")
         return
+    # accepted: planexec's own answer, or a HITL answer that reads as one
+    own = answer if isinstance(answer, dict) and "action" in answer else None
+    if own is not None:
+        assert decision.action == own["action"]
     assert isinstance(decision, Approve | Edit | Reject | Cancel)
