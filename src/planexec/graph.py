@@ -7,9 +7,11 @@ use ``build_graph(checkpointer=...)``.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, cast, get_args
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import START, StateGraph
@@ -20,6 +22,7 @@ from planexec import routing
 from planexec.admission import PlanexecGraph, admit
 from planexec.context import ApprovalPolicy, Context
 from planexec.errors import ConfigurationError, is_transient
+from planexec.models import ChatModels
 from planexec.nodes import approval as approval_node
 from planexec.nodes import evaluator, executor, finalizer, intake, planner, replanner
 from planexec.sandbox import Sandbox, SandboxError
@@ -46,6 +49,7 @@ def build_graph(
     workspace_root: str | os.PathLike[str] | None = None,
     sandbox: Sandbox | None = None,
     approval: ApprovalPolicy | None = None,
+    models: Mapping[str, BaseChatModel] | None = None,
 ) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools.
 
@@ -56,17 +60,23 @@ def build_graph(
     ``./planexec-workspaces``): each thread in a folder of its own unless its context names a
     shared one (see :mod:`planexec.sandbox`). ``sandbox`` instead gives the whole layout, e.g.
     ``Sandbox.one_folder(path)`` for a single user's own folder.
+
+    ``models`` pins model instances by role (``planner``, ``executor``, ``evaluator``) for every
+    run of this graph; a role not given uses the run's context spec (``provider:model``).
     """
     if sandbox is not None and workspace_root is not None:
         raise SandboxError("give build_graph a workspace_root or a sandbox, not both")
     box = sandbox if sandbox is not None else Sandbox.at(workspace_root)
     registry = tools if tools is not None else default_registry()
+    chat = ChatModels(models)
     builder = StateGraph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
     builder.add_node("intake", intake.take_task)
     builder.add_node(
-        "planner", partial(planner.plan, tools=registry, sandbox=box), retry_policy=MODEL_RETRY
+        "planner",
+        partial(planner.plan, tools=registry, sandbox=box, chat_models=chat),
+        retry_policy=MODEL_RETRY,
     )
     policy = approval or os.environ.get("PLANEXEC_APPROVAL") or "first"
     if policy not in POLICIES:
@@ -81,18 +91,20 @@ def build_graph(
     builder.add_node(
         "executor",
         RunnableLambda(
-            partial(executor.execute, tools=registry, sandbox=box),
-            afunc=partial(executor.aexecute, tools=registry, sandbox=box),
+            partial(executor.execute, tools=registry, sandbox=box, chat_models=chat),
+            afunc=partial(executor.aexecute, tools=registry, sandbox=box, chat_models=chat),
             name="executor",
         ),
     )
     builder.add_node(
         "evaluator",
-        partial(evaluator.evaluate, sandbox=box, tools=registry),
+        partial(evaluator.evaluate, sandbox=box, tools=registry, chat_models=chat),
         retry_policy=MODEL_RETRY,
     )
     builder.add_node(
-        "replanner", partial(replanner.replan, tools=registry), retry_policy=MODEL_RETRY
+        "replanner",
+        partial(replanner.replan, tools=registry, chat_models=chat),
+        retry_policy=MODEL_RETRY,
     )
     builder.add_node(
         "finalizer", partial(finalizer.finalize, outputs=box.output_store(), tools=registry)

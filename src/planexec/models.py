@@ -13,9 +13,10 @@ that makes the provider's model.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, ensure_config
@@ -40,6 +41,40 @@ the run's answer, not plans and verdicts being written."""
 def internal_call(name: str) -> RunnableConfig:
     """Return the current config for one internal model call: named, tagged not to stream."""
     return merge_configs(ensure_config(), {"run_name": name, "tags": INTERNAL_TAGS})
+
+
+Role = Literal["planner", "executor", "evaluator"]
+ROLES: tuple[Role, ...] = ("planner", "executor", "evaluator")
+
+
+class ChatModels:
+    """The chat model of each role: an instance given to ``build_graph``, else the run's spec.
+
+    ``build_graph(models={"planner": ChatAnthropic(...)})`` pins a role's model for every run of
+    that graph (the context's spec for that role is then not used); the replanner uses the
+    planner's model. Every model is scrubbed of secrets, like :func:`load_chat_model`'s.
+    """
+
+    def __init__(self, instances: Mapping[str, BaseChatModel] | None = None) -> None:
+        """Check the roles and wrap each given model once."""
+        given = dict(instances or {})
+        unknown = sorted(set(given) - set(ROLES))
+        if unknown:
+            raise ConfigurationError(
+                f"unknown model role(s) {', '.join(map(repr, unknown))}: use {', '.join(ROLES)}"
+            )
+        for role, model in given.items():
+            if not isinstance(model, BaseChatModel):
+                raise ConfigurationError(
+                    f"the {role} model must be a LangChain chat model, not a "
+                    f"{type(model).__name__} (or give its name in the context)"
+                )
+        self._pinned = {role: ScrubbedChatModel.around(m) for role, m in given.items()}
+
+    def for_role(self, role: Role, spec: str) -> BaseChatModel:
+        """Return the role's model: the pinned instance, else the one ``spec`` names."""
+        pinned = self._pinned.get(role)
+        return pinned if pinned is not None else load_chat_model(spec)
 
 
 def load_chat_model(spec: str) -> BaseChatModel:

@@ -41,3 +41,42 @@ def test_a_provider_whose_package_is_missing_says_what_to_install():
     with pytest.raises(ConfigurationError, match="pip install langchain-ollama") as info:
         models.provider_model("ollama:llama3.1")
     assert "\n" not in str(info.value)
+
+
+def test_build_graph_runs_with_model_instances_and_no_spec_or_key(monkeypatch, tmp_path):
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from planexec import Context, build_graph
+    from planexec.tools import ToolRegistry
+    from tests.helpers import echo, plan_of, plan_reply, scripted, step, text_reply, thread
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the context's openai specs are unused
+    plan = plan_of(step(1, "echo", {"text": "hi"}), step(2, None, {"said": "$1"}, [1]))
+    planner, executor = scripted(plan_reply(plan)), scripted(text_reply("the executor's answer"))
+    graph = build_graph(
+        checkpointer=InMemorySaver(),
+        tools=ToolRegistry([echo]),
+        workspace_root=tmp_path,
+        models={"planner": planner, "executor": executor},
+    )
+    config, context = thread(), Context()
+    graph.invoke({"task": "t"}, config, context=context)
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+    assert out["final"]["status"] == "succeeded", out["final"]
+    assert out["steps"]["2"]["output"] == "the executor's answer"
+    assert out["usage"]["planner"]["calls"] == 1 and out["usage"]["executor"]["calls"] == 1
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"judge": None}, "unknown model role"),
+        ({"planner": "openai:gpt-4.1"}, "LangChain chat model"),
+    ],
+)
+def test_build_graph_refuses_models_it_cannot_use(given, message):
+    from planexec import build_graph
+
+    with pytest.raises(ConfigurationError, match=message):
+        build_graph(models=given)

@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from planexec import models, prompts
+from planexec import prompts
 from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.round import ExecutionRound
@@ -42,7 +42,8 @@ async def model_step(
     go to ``refusals``.
     """
     allowed = allowed_tools(step, round_.tools)
-    model = await run_in_thread(lambda: models.load_chat_model(round_.context.executor_model))
+    spec = round_.context.executor_model
+    model = await run_in_thread(lambda: round_.chat_models.for_role("executor", spec))
     bound = model.bind_tools(list(allowed.values())) if allowed else model
     messages: list[BaseMessage] = [
         SystemMessage(prompts.EXECUTOR_SYSTEM),

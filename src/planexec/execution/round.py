@@ -21,6 +21,7 @@ from langgraph.runtime import get_runtime
 from planexec.context import Context, context_of
 from planexec.execution.outcomes import earlier_outcome
 from planexec.execution.scheduling import DependencyGate, StepLoop
+from planexec.models import ChatModels
 from planexec.outputs import OutputStore
 from planexec.plandoc import plan_of, topological_order
 from planexec.records import current_records, record_key
@@ -45,6 +46,7 @@ class ExecutionRound:
     gate: DependencyGate
     secrets: list[str] = field(default_factory=secret_values)
     store: StoreGuard = field(default_factory=StoreGuard.disabled)
+    chat_models: ChatModels = field(default_factory=ChatModels)
     _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
@@ -77,6 +79,7 @@ def open_round(
     tools: ToolRegistry,
     sandbox: Sandbox,
     asynchronous: bool,
+    chat_models: ChatModels,
 ) -> tuple[ExecutionRound, list[StepDoc]]:
     """Return the round that runs the pending steps of the plan in state, and those steps in order.
 
@@ -96,6 +99,7 @@ def open_round(
         run_id=str(config.get("configurable", {}).get("thread_id", "run")),
         gate=DependencyGate({sid: done for sid, done in earlier.items() if done is not None}),
         store=StoreGuard.of(config, asynchronous=asynchronous),
+        chat_models=chat_models,
     )
     order = topological_order(plan["steps"])
     return round_, [s for s in order if records[s["id"]]["status"] == "pending"]

@@ -34,7 +34,12 @@ def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
 
 
 def evaluate(
-    state: State, runtime: Runtime[Context], *, sandbox: Sandbox, tools: ToolRegistry
+    state: State,
+    runtime: Runtime[Context],
+    *,
+    sandbox: Sandbox,
+    tools: ToolRegistry,
+    chat_models: models.ChatModels,
 ) -> dict[str, Any]:
     """Check the latest round's results and choose what happens next.
 
@@ -75,7 +80,7 @@ def evaluate(
     if ctx.llm_judge and judged:
         counter = UsageCounter("evaluator")
         judgement = judge(
-            models.load_chat_model(ctx.evaluator_model),
+            chat_models.for_role("evaluator", ctx.evaluator_model),
             plan["steps"],
             {sid: outputs[sid] for sid in judged},
             counter.config(models.internal_call("judge model")),

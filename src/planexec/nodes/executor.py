@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -26,6 +27,7 @@ from planexec.execution import (
     run_step_blocking,
     running,
 )
+from planexec.models import ChatModels
 from planexec.plandoc import plan_digest, plan_of
 from planexec.sandbox import Sandbox
 from planexec.state import ApprovalRecord, State, StepDoc
@@ -91,12 +93,19 @@ def _refusal(state: State, problem: str) -> dict[str, Any]:
 
 
 def execute(
-    state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
+    state: State,
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: ChatModels,
 ) -> dict[str, Any]:
     """Run the pending steps (sync callers: ``graph.invoke``)."""
     if problem := approval_problem(state):
         return _refusal(state, problem)
-    round_, to_run = open_round(state, config, tools=tools, sandbox=sandbox, asynchronous=False)
+    round_, to_run = open_round(
+        state, config, tools=tools, sandbox=sandbox, asynchronous=False, chat_models=chat_models
+    )
     try:
         with running(round_):  # the tasks' context: they take only their step as argument
             futures = [run_step(step) for step in to_run]  # plan order: stable task ids
@@ -112,13 +121,23 @@ def execute(
 
 
 async def aexecute(
-    state: State, config: RunnableConfig, *, tools: ToolRegistry, sandbox: Sandbox
+    state: State,
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: ChatModels,
 ) -> dict[str, Any]:
     """Run the pending steps (async callers: ``graph.ainvoke``, the LangGraph server)."""
     if problem := approval_problem(state):
         return _refusal(state, problem)
     round_, to_run = await asyncio.to_thread(  # touches the disk
-        open_round, state, config, tools=tools, sandbox=sandbox, asynchronous=True
+        partial(open_round, chat_models=chat_models),
+        state,
+        config,
+        tools=tools,
+        sandbox=sandbox,
+        asynchronous=True,
     )
     with running(round_):  # the tasks' context: they take only their step as argument
         futures = [arun_step(step) for step in to_run]  # plan order: stable task ids

@@ -57,14 +57,19 @@ def planner_messages(
 
 
 def plan(
-    state: State, runtime: Runtime[Context], *, tools: ToolRegistry, sandbox: Sandbox
+    state: State,
+    runtime: Runtime[Context],
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
 ) -> dict[str, Any]:
     """Ask the planner model for a plan; repair invalid ones a bounded number of times."""
     ctx = context_of(runtime.context)
     workspace = sandbox.for_run(ctx)
     counter = UsageCounter("planner")
     result = draft_plan(
-        models.load_chat_model(ctx.planner_model),
+        chat_models.for_role("planner", ctx.planner_model),
         planner_messages(state, ctx, tools, workspace),
         tools,
         max_steps=ctx.max_steps,

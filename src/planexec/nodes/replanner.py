@@ -23,7 +23,13 @@ from planexec.tools.registry import ToolRegistry
 from planexec.usage import UsageCounter
 
 
-def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> dict[str, Any]:
+def replan(
+    state: State,
+    runtime: Runtime[Context],
+    *,
+    tools: ToolRegistry,
+    chat_models: models.ChatModels,
+) -> dict[str, Any]:
     """Ask the planner model for the remaining work and merge it with the kept steps."""
     ctx = context_of(runtime.context)
     plan = plan_of(state)
@@ -33,7 +39,7 @@ def replan(state: State, runtime: Runtime[Context], *, tools: ToolRegistry) -> d
     kept_ids = frozenset(s["id"] for s in kept_steps)
     counter = UsageCounter("replanner")
     result = draft_plan(
-        models.load_chat_model(ctx.planner_model),
+        chat_models.for_role("planner", ctx.planner_model),
         replanner_messages(plan, records, kept_steps, ctx.max_steps, tools),
         tools,
         max_steps=ctx.max_steps,
