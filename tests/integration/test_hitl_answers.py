@@ -97,6 +97,10 @@ def test_each_answer_style_decides_the_plan(graph, use_models, ctx, answer, ends
     "answer",
     [
         v1({"type": "respond", "message": "x"}),
+        "[" * 100_000,  # JSON text too deep to read: was raised from the node, every resume
+        v1("approve"),
+        v1({"type": "reject", "message": "   "}),
+        v1_edit("[" + "9" * 5000 + "]"),
         {"decisions": [{"type": "approve"}, {"type": "reject"}]},
         v1_edit("[{"),
         v1({"type": "edit", "edited_action": {"name": "delete_all", "args": {}}}),
@@ -114,3 +118,14 @@ def test_a_hitl_answer_planexec_cannot_read_is_refused_and_asked_again(
     assert again["version"] == 1
     out = graph.invoke(Command(resume=v1({"type": "approve"})), config, context=ctx())
     assert out["final"]["status"] == "succeeded"
+
+
+def test_a_hitl_approve_naming_another_plan_is_refused(graph, use_models, ctx):
+    use_models(planner=scripted(plan_reply(FIRST)))
+    config = thread()
+    graph.invoke({"task": "say things"}, config, context=ctx())
+    out = graph.invoke(
+        Command(resume=v1({"type": "approve", "digest": "0" * 64})), config, context=ctx()
+    )
+    assert "awaiting approval" in out["__interrupt__"][0].value["error"]
+    assert graph.get_state(config).values["steps"]["1"]["status"] == "pending"

@@ -68,6 +68,11 @@ def test_the_description_is_a_markdown_table_with_side_effects_and_model_calls()
     assert "Model calls to run it: 2 to 7 (if no step is retried)." in text
 
 
+def V1_TEXT(steps: str) -> dict:
+    edit = {"type": "edit", "edited_action": {"name": "run_plan", "args": {"steps": steps}}}
+    return {"decisions": [edit]}
+
+
 EDITED = {"goal": "g", "steps": [{"id": 1, "tool": "echo", "args": {"text": "x"}}]}
 V1 = [
     ({"decisions": [{"type": "approve"}]}, {"action": "approve"}),
@@ -79,9 +84,9 @@ V1 = [
         {"decisions": [{"type": "reject"}]},
         {"action": "cancel", "reason": "rejected without a message"},
     ),
-    (
-        {"decisions": [{"type": "reject", "message": "  "}]},
-        {"action": "cancel", "reason": "rejected without a message"},
+    (  # a version or digest beside the type names the plan, checked by the approval node
+        {"decisions": [{"type": "approve", "digest": "d", "version": 3}]},
+        {"action": "approve", "digest": "d", "version": 3},
     ),
     (
         {"decisions": [{"type": "edit", "edited_action": {"name": "run_plan", "args": EDITED}}]},
@@ -131,6 +136,17 @@ def test_legacy_responses_are_read_into_planexec_answers(answer, read):
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
+        ({"decisions": [{"type": "reject", "message": "  "}]}, "a reject needs text"),
+        ({"decisions": [{"type": "reject", "message": ["x"]}]}, "a reject needs text"),
+        ({"decisions": ["approve"]}, "a decision is an object"),
+        ({"decisions": [None]}, "a decision is an object"),
+        ({"decisions": [{"type": "approve", "plan": {}}]}, "the approve decision has no 'plan'"),
+        ({"decisions": [{"type": "approve"}], "extra": 1}, "only 'decisions'"),
+        (V1_TEXT("[" * 100_000), "the edited steps cannot be read"),
+        (V1_TEXT("[" + "1" * 5000 + "]"), "the edited steps cannot be read"),
+        (V1_TEXT('[{"text": "a\\u0000b"}]'), "contains a NUL character"),
+        (V1_TEXT("[NaN]"), "not a JSON number"),
+        (V1_TEXT("[" + str(2**70) + "]"), "outside the 64-bit range"),
         ({"decisions": []}, "exactly one decision"),
         ({"decisions": [{"type": "approve"}, {"type": "approve"}]}, "exactly one decision"),
         ({"decisions": [{"type": "respond", "message": "x"}]}, "unknown decision type 'respond'"),
@@ -158,3 +174,8 @@ def test_unreadable_answers_are_refused_saying_why(answer, message):
 @pytest.mark.parametrize("answer", [{"action": "approve", "digest": "x"}, "approve", 7, None, {}])
 def test_planexec_answers_pass_unchanged(answer):
     assert hitl.planexec_answer(answer) == answer
+
+
+def test_names_in_a_legacy_accept_are_kept_to_be_checked():
+    answer = [{"type": "accept", "args": {"digest": "d", "version": 2}}]
+    assert hitl.planexec_answer(answer) == {"action": "approve", "digest": "d", "version": 2}

@@ -51,7 +51,7 @@ class Reject(_Answer):
     """Send the plan back to the planner with feedback."""
 
     action: Literal["reject"]
-    feedback: str = Field(min_length=1)
+    feedback: str = Field(pattern=r"\S", description="What to change (not only blanks).")
 
 
 class Cancel(_Answer):
@@ -93,9 +93,10 @@ def planexec_answer(answer: Any) -> Any:
     """
     if isinstance(answer, str):
         try:
-            answer = json.loads(answer)
-        except ValueError:  # not JSON (or a number past Python's digit limit): an action name
+            json.loads(answer)
+        except (ValueError, RecursionError):  # not JSON (or unreadable JSON): an action name
             return {"action": answer.strip().lower()}
+        answer = hitl.json_text(answer, "the answer's JSON text")
     return hitl.planexec_answer(answer)
 
 
@@ -116,3 +117,7 @@ def read_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
             for e in exc.errors(include_url=False)
         )
         raise AnswerRefused(f"answer not understood ({details}); expected {SHAPES}") from None
+    except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
+        # the last guard of "no answer wedges a thread": an answer that trips the reading
+        # itself is refused like any other, never raised from the approval node
+        raise AnswerRefused(f"answer not understood ({type(exc).__name__})") from None

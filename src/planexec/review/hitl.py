@@ -25,6 +25,7 @@ from langgraph.prebuilt.interrupt import HumanInterruptConfig
 from typing_extensions import TypedDict
 
 from planexec.state import PlanDoc
+from planexec.storable import unstorable_reason
 
 ACTION = "run_plan"
 """The one action the approval asks about: run this plan."""
@@ -114,43 +115,65 @@ def planexec_answer(answer: Any) -> Any:
     v1: approve; edit (the edited args are the plan); reject with a message (= reject with
     that feedback) or without one (= cancel). Legacy: accept; edit; response (= reject with
     the text as feedback); ignore (= cancel). One decision only: the request has one action.
+    A ``version`` or ``digest`` a decision carries (v1: beside ``type``; legacy: in an accept's
+    ``args``) names the plan it answers, and is checked like planexec's own.
     """
     if isinstance(answer, dict) and "decisions" in answer and "action" not in answer:
+        if set(answer) != {"decisions"}:
+            raise HitlAnswerError("a v1 answer has only 'decisions'")
         decisions = answer["decisions"]
         if not isinstance(decisions, list) or len(decisions) != 1:
             raise HitlAnswerError("give exactly one decision: the request has one action")
-        return _decision(decisions[0])
+        return _decision(decisions[0], V1_KEYS)
     if isinstance(answer, list) and answer and all(isinstance(a, dict) for a in answer):
         if len(answer) != 1:
             raise HitlAnswerError("give exactly one response: the request has one action")
-        return _decision(answer[0])
+        return _decision(answer[0], LEGACY_KEYS)
     if isinstance(answer, dict) and "type" in answer and "action" not in answer:
-        return _decision(answer)
+        return _decision(answer, V1_KEYS | LEGACY_KEYS)
     return answer
 
 
-def _decision(decision: dict[str, Any]) -> dict[str, Any]:
+NAMES = ("version", "digest")
+V1_KEYS = {
+    "approve": {"type", *NAMES},
+    "edit": {"type", "edited_action"},
+    "reject": {"type", "message"},
+}
+LEGACY_KEYS = {
+    "accept": {"type", "args"},
+    "edit": {"type", "args"},
+    "response": {"type", "args"},
+    "ignore": {"type", "args"},
+}
+
+
+def _decision(decision: Any, keys: dict[str, set[str]]) -> dict[str, Any]:
+    if not isinstance(decision, dict):
+        raise HitlAnswerError("a decision is an object with a 'type'")
     kind = decision.get("type")
+    if not isinstance(kind, str) or kind not in keys:
+        raise HitlAnswerError(
+            f"unknown decision type {kind!r}: approve, edit or reject "
+            "(legacy: accept, edit, response or ignore)"
+        )
+    extra = sorted(set(decision) - keys[kind])
+    if extra:
+        raise HitlAnswerError(f"the {kind} decision has no {', '.join(map(repr, extra))}")
     if kind in ("approve", "accept"):
-        return {"action": "approve"}
+        named = decision if kind == "approve" else decision.get("args")
+        names = {k: named[k] for k in NAMES if isinstance(named, dict) and k in named}
+        return {"action": "approve", **names}
     if kind == "edit":
         return {"action": "edit", "plan": _edited_plan(decision)}
-    if kind == "reject":
-        message = decision.get("message")
-        if isinstance(message, str) and message.strip():
-            return {"action": "reject", "feedback": message}
-        return {"action": "cancel", "reason": "rejected without a message"}
-    if kind == "response":
-        text = decision.get("args")
-        if not isinstance(text, str) or not text.strip():
-            raise HitlAnswerError("a response needs text: the feedback for the planner")
-        return {"action": "reject", "feedback": text}
     if kind == "ignore":
         return {"action": "cancel", "reason": "ignored"}
-    raise HitlAnswerError(
-        f"unknown decision type {kind!r}: approve, edit or reject "
-        "(legacy: accept, edit, response or ignore)"
-    )
+    text = decision.get("message" if kind == "reject" else "args")
+    if kind == "reject" and text is None:
+        return {"action": "cancel", "reason": "rejected without a message"}
+    if not isinstance(text, str) or not text.strip():
+        raise HitlAnswerError(f"a {kind} needs text: the feedback for the planner")
+    return {"action": "reject", "feedback": text}
 
 
 def _edited_plan(decision: dict[str, Any]) -> dict[str, Any]:
@@ -166,15 +189,25 @@ def _edited_plan(decision: dict[str, Any]) -> dict[str, Any]:
     if action.get(name_key, ACTION) != ACTION:
         raise HitlAnswerError(f"an edit cannot change the action: it is {ACTION!r}")
     plan = dict(action[args_key])
-    steps = plan.get("steps")
-    if isinstance(steps, str):  # Agent Chat UI sends an edited field as its textarea's text
-        try:
-            plan["steps"] = json.loads(steps)
-        except json.JSONDecodeError as exc:
-            raise HitlAnswerError(
-                f"the edited steps are not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-            ) from None
+    if isinstance(plan.get("steps"), str):  # Agent Chat UI sends an edited field as its text
+        plan["steps"] = json_text(plan["steps"], "the edited steps")
     return plan
+
+
+def json_text(text: str, what: str) -> Any:
+    """Decode JSON text a reviewer sent; refuse text that is not JSON or cannot be stored."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HitlAnswerError(
+            f"{what} are not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+    except (ValueError, RecursionError) as exc:  # a number past the digit limit, deep nesting
+        raise HitlAnswerError(f"{what} cannot be read: {type(exc).__name__}") from None
+    reason = unstorable_reason(value)
+    if reason is not None:
+        raise HitlAnswerError(f"{what}: {reason}")
+    return value
 
 
 def _cell(text: str, limit: int) -> str:
