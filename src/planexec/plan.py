@@ -11,16 +11,20 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from graphlib import CycleError, TopologicalSorter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from planexec.plan_checks import check_step
 from planexec.state import PlanDoc, StepDoc
-from planexec.storable import UnstorableValueError, to_storable
+from planexec.storable import INT_MAX, UnstorableValueError, to_storable
 
 if TYPE_CHECKING:
     from planexec.tools.registry import ToolRegistry
+
+
+StepId = Annotated[int, Field(ge=1, le=INT_MAX)]
+"""A step id: a positive integer a checkpoint can store (64 bits)."""
 
 
 class Step(BaseModel):
@@ -28,7 +32,7 @@ class Step(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    id: int = Field(ge=1, description="Unique positive integer id of the step.")
+    id: StepId = Field(description="Unique positive integer id of the step.")
     tool: str | None = Field(
         description="Name of one available tool, or null for a step the executor model "
         "does itself (writing, summarising)."
@@ -45,7 +49,7 @@ class Step(BaseModel):
         "listed in depends_on.",
     )
     description: str = Field(description="What the step does and why.")
-    depends_on: list[int] = Field(
+    depends_on: list[StepId] = Field(
         default_factory=list, description="Ids of the steps that must succeed first."
     )
     expected_output: str = Field(

@@ -98,3 +98,19 @@ def test_a_node_without_a_plan_gets_a_clear_error_not_an_assert():
     with pytest.raises(NoPlanError, match="this thread has no plan") as info:
         plan_of({"plan": None})  # type: ignore[typeddict-item]
     assert isinstance(info.value, PlanexecError)
+
+
+def test_a_step_id_a_checkpoint_cannot_store_is_invalid():
+    import pytest
+
+    from planexec.plan import PlanValidationError, validate_plan
+    from planexec.tools import ToolRegistry
+    from tests.helpers import echo
+
+    for bad in (2**70, str(2**70)):
+        plan = {
+            "goal": "g",
+            "steps": [{"id": bad, "tool": "echo", "args": {"text": "x"}, "description": "d"}],
+        }
+        with pytest.raises(PlanValidationError, match="less than or equal to"):
+            validate_plan(plan, ToolRegistry([echo]), max_steps=5)
