@@ -194,6 +194,8 @@ class State(TypedDict):
     messages: NotRequired[Annotated[list[AnyMessage], add_messages]]
     task_message: NotRequired[str | None]
     """Id of the human message the current task came from."""
+    task_text: NotRequired[str | None]
+    """That message's text when the task was taken (an edit in place changes it)."""
     plan: NotRequired[PlanDoc | None]
     revisions: NotRequired[Annotated[list[Revision], operator.add]]
     steps: NotRequired[dict[str, StepRecord]]

@@ -84,3 +84,16 @@ def test_the_messages_stream_shows_the_answer_not_the_planner_writing(graph, use
     assert "planner" not in nodes  # tagged langsmith:nostream
     answers = [m.content for m, meta in seen if meta["langgraph_node"] == "finalizer"]
     assert answers == ["hello"]
+
+
+def test_a_task_message_edited_in_place_is_the_new_task(graph, use_models, ctx):
+    use_models(planner=scripted(plan_reply(PLAN), plan_reply(PLAN)))
+    config = thread()
+    graph.invoke({"messages": [{"role": "user", "content": "OLD TASK"}]}, config, context=ctx())
+    old = graph.get_state(config).values["messages"][0]
+    edited = {"role": "user", "content": "NEW TASK", "id": old.id}  # a chat UI's edit
+    again = graph.invoke({"messages": [edited]}, config, context=ctx())
+    state = graph.get_state(config).values
+    assert state["task"] == "NEW TASK" and again["__interrupt__"][0].value["version"] == 2
+    assert [(m.type, m.content) for m in state["messages"]] == [("human", "NEW TASK")]
+    assert state["revisions"][-1]["reason"]  # the old plan is kept as a revision

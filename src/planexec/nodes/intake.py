@@ -1,7 +1,8 @@
 """Intake node: each new run's task, from a new human message or from ``task``, in the chat.
 
-A new human message at the end of ``messages`` is the task; otherwise the ``task`` given
-is recorded as a human message, so ``messages`` is never empty at the approval.
+A new human message at the end of ``messages`` is the task; a task message sent again with
+its id and new text (a chat UI's "edit message") is the task in its new words; otherwise the
+``task`` given is recorded as a human message, so ``messages`` is never empty at the approval.
 """
 
 from __future__ import annotations
@@ -20,6 +21,14 @@ def take_task(state: State) -> dict[str, Any]:
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     if isinstance(last, HumanMessage) and last.id != state.get("task_message"):
-        return {"task": message_text(last), "task_message": last.id}
+        return _from(last)
+    asked = next((m for m in messages if m.id == state.get("task_message")), None)
+    if isinstance(asked, HumanMessage) and message_text(asked) != state.get("task_text"):
+        return _from(asked)  # the task message, edited in place (same id, new words)
     message = HumanMessage(state["task"], id=str(uuid.uuid4()))
-    return {"messages": [message], "task_message": message.id}
+    return {"messages": [message], **_from(message)}
+
+
+def _from(message: HumanMessage) -> dict[str, Any]:
+    text = message_text(message)
+    return {"task": text, "task_message": message.id, "task_text": text}
