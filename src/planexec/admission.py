@@ -26,10 +26,13 @@ from planexec.conversation import input_task
 from planexec.errors import PlanexecError
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
-from planexec.storable import unstorable_reason
+from planexec.storable import text_size, unstorable_reason
 from planexec.thread_lock import ahold, hold
 
 MAX_TASK_CHARS = 20_000
+"""Most characters of a task, or of feedback for the planner (each goes into a model prompt)."""
+MAX_INPUT_CHARS = 1_000_000
+"""Most characters of text in one thing a caller sends (an input, an answer, a state edit)."""
 
 
 class InvalidInputError(PlanexecError, ValueError):
@@ -127,6 +130,9 @@ def _check_edit(values: Any, what: str) -> dict[str, Any] | None:
         raise InvalidInputError(f"{what}: 'task' must be non-empty text")
     if "feedback" in values and not isinstance(values["feedback"], str | None):
         raise InvalidInputError(f"{what}: 'feedback' must be text")
+    for key in ("task", "feedback"):
+        if len(values.get(key) or "") > MAX_TASK_CHARS:
+            raise InvalidInputError(f"{what}: '{key}' is longer than {MAX_TASK_CHARS:,} characters")
     if "plan" in values and values["plan"] is not None:
         return {**values, "plan": canonical_plan(values["plan"], what)}
     return dict(values)
@@ -164,6 +170,12 @@ def _check_storable(value: Any, what: str) -> None:
     if reason is not None:
         raise InvalidInputError(
             f"{what} cannot be stored: {reason}; nothing was changed, send it again without that"
+        )
+    size = text_size(value)
+    if size > MAX_INPUT_CHARS:
+        raise InvalidInputError(
+            f"{what} is {size:,} characters of text; at most {MAX_INPUT_CHARS:,} are accepted "
+            "at once (put big data in a file in the workspace)"
         )
 
 

@@ -224,6 +224,25 @@ def _from_numpy_or_pandas(value: Any) -> Any:
     return value
 
 
+def text_size(value: Any) -> int:
+    """Count the characters of text in ``value`` (strings and keys; 8 per other scalar)."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, BaseMessage):
+            stack.append(item.model_dump())
+        else:
+            total += 8
+    return total
+
+
 def unstorable_reason(value: Any) -> str | None:
     """Say why a value someone sent cannot be stored as it is (None when it can).
 

@@ -11,7 +11,7 @@ from langgraph.types import Command
 from planexec import build_graph
 from planexec.admission import InvalidInputError
 from planexec.tools import ToolRegistry
-from tests.helpers import echo, plan_of, plan_reply, scripted, step
+from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
 
 TOOLS = ToolRegistry([echo])
 
@@ -99,3 +99,32 @@ def test_an_empty_command_is_refused(use_models, ctx):
     with pytest.raises(InvalidInputError, match="carries nothing"):
         graph.invoke(Command(resume=None), config, context=ctx())
     assert graph.get_state(config).next == ("approval",)
+
+
+BIG = "x" * 1_000_001
+
+
+@pytest.mark.parametrize(
+    "send",
+    [
+        lambda g, c: g.invoke({"messages": [{"role": "user", "content": BIG}, "ok"]}, c),
+        lambda g, c: g.invoke(Command(resume={"action": "approve", "junk": BIG}), c),
+        lambda g, c: g.invoke(Command(resume={"action": "reject", "feedback": "x" * 20_001}), c),
+        lambda g, c: g.update_state(c, {"feedback": "x" * 20_001}),
+        lambda g, c: g.update_state(c, {"task": "x" * 20_001}),
+    ],
+)
+def test_oversized_inputs_answers_and_edits_are_refused(send, use_models, ctx):
+    use_models(planner=scripted(plan_reply(GOOD)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    config = thread()
+    graph.invoke({"task": "t"}, config, context=ctx())
+    before = graph.get_state(config)
+    try:
+        out = send(graph, config)
+    except InvalidInputError as exc:
+        assert "characters" in str(exc)
+    else:  # an answer too long to be feedback: refused by the approval and asked again
+        assert "at most 20000 characters" in out["__interrupt__"][0].value["error"]
+    after = graph.get_state(config)
+    assert after.values["plan"] == before.values["plan"] and after.next == ("approval",)

@@ -51,7 +51,9 @@ class Reject(_Answer):
     """Send the plan back to the planner with feedback."""
 
     action: Literal["reject"]
-    feedback: str = Field(pattern=r"\S", description="What to change (not only blanks).")
+    feedback: str = Field(
+        pattern=r"\S", max_length=20_000, description="What to change (not only blanks)."
+    )
 
 
 class Cancel(_Answer):
