@@ -92,9 +92,12 @@ def provider_model(spec: str) -> BaseChatModel:
     Raise :class:`ConfigurationError` in one line for a missing OpenAI key, an unknown
     provider, or a provider whose package is not installed.
     """
-    provider, sep, name = spec.partition(":")
+    provider, sep, name = spec.strip().partition(":")
     if not sep:
-        provider, name = "openai", spec
+        provider, name = "openai", provider
+    provider = provider or "openai"
+    if not name.strip():
+        raise ConfigurationError(f"model spec {spec!r} names no model: use provider:model")
     if provider == "scripted":
         from planexec.scripted import ScriptedChatModel
 

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError
 
 from planexec.errors import ConfigurationError
 
@@ -57,8 +57,19 @@ class ScriptedChatModel(BaseChatModel):
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigurationError(f"cannot read scripted model file {path}: {exc}") from None
-        replies = data["replies"] if isinstance(data, dict) else data
-        return cls(replies=[ScriptedReply.model_validate(r) for r in replies])
+        replies: Any = data.get("replies") if isinstance(data, dict) else data
+        try:
+            return cls(replies=[ScriptedReply.model_validate(r) for r in replies])
+        except (TypeError, ValidationError) as exc:  # one line, without the file's content
+            where = (
+                "; ".join(
+                    f"{'.'.join(map(str, e['loc']))}: {e['msg']}"
+                    for e in exc.errors(include_url=False, include_input=False)[:3]
+                )
+                if isinstance(exc, ValidationError)
+                else "not a list of replies"
+            )
+            raise ConfigurationError(f"scripted model file {path} is not valid: {where}") from None
 
     @property
     def _llm_type(self) -> str:

@@ -80,3 +80,20 @@ def test_build_graph_refuses_models_it_cannot_use(given, message):
 
     with pytest.raises(ConfigurationError, match=message):
         build_graph(models=given)
+
+
+def test_odd_specs_are_one_line_configuration_errors(monkeypatch, tmp_path):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ConfigurationError) as info:  # an empty provider is openai's
+        models.provider_model(":gpt-4o")
+    assert str(info.value) == models.MISSING_KEY
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert models.provider_model(":gpt-4o").max_retries == 0  # client retries off there too
+    with pytest.raises(ConfigurationError, match="names no model"):
+        models.provider_model("openai:")
+    script = tmp_path / "bad.json"
+    script.write_text('[{"content": ["sk-secret-in-file"]}]')
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    with pytest.raises(ConfigurationError) as bad:
+        models.provider_model(f"scripted:{script}")
+    assert "\n" not in str(bad.value) and "sk-secret-in-file" not in str(bad.value)
