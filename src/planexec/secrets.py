@@ -29,8 +29,12 @@ MASK = "***"
 
 # scheme://user:PASSWORD@host: the password runs to the last "@" before the path, so a raw "@"
 # in it stays inside; and ?password=... / &sslpassword=... query parameters.
-URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*):(?P<pw>[^\s/?#]*)@")
-QUERY_PASSWORD = re.compile(r"(?P<head>[?&](?:ssl)?pass(?:word)?=)(?P<pw>[^&#\s]*)", re.I)
+URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*):(?P<pw>\S*)@")
+"""``scheme://user:PASSWORD@host``: the password runs to the last ``@`` (it may hold / ? #)."""
+QUERY_PASSWORD = re.compile(
+    r"(?P<head>(?:[?&]|\b)(?:ssl)?pass(?:word)?\s*=\s*)(?P<pw>'[^']*'|[^&#\s]*)", re.I
+)
+"""``?password=PASSWORD`` in a URL, or ``password=PASSWORD`` in a libpq keyword string."""
 
 _registered: set[str] = set()
 _registered_lock = threading.Lock()
@@ -48,7 +52,9 @@ def url_passwords(text: str) -> list[str]:
     for pattern in (URL_PASSWORD, QUERY_PASSWORD):
         for match in pattern.finditer(text):
             raw = match.group("pw")
-            found.update({raw, unquote(raw), *re.split(r"[@:]", raw)})
+            if len(raw) > 1 and raw[0] == raw[-1] == "'":  # libpq's quoted value
+                raw = raw[1:-1]
+            found.update({raw, unquote(raw), *re.split(r"[@:/?#]", raw)})
     rest = mask_urls(text)
     return sorted(p for p in found if p and p not in rest)
 

@@ -88,7 +88,93 @@ def test_a_database_that_cannot_open_is_named_without_its_password(env):
     assert "hunter2" not in str(failed.value)
 
 
+def test_a_decide_that_keeps_being_refused_is_stopped_and_the_thread_waits(env):
+    asked = []
+
+    def garbage(request):  # an answer naming a plan that is not the one waiting
+        asked.append(request.get("error"))
+        return {"action": "approve", "digest": "garbage"}
+
+    plan = plan_of(step(1, "echo", {"text": "hi"}))
+    with Runs.open(str(env / "runs.sqlite"), tools=echo_tools()) as runs:
+        request = new_run(plan=plan, tools=echo_tools(), thread_id="t-garbage")
+        with pytest.raises(RunError) as stopped:
+            runs.start(request, decide=garbage)
+        message = str(stopped.value)
+        assert len(asked) == 3 and "\n" not in message
+        assert "digest garbage" in message and "planexec resume t-garbage" in message
+        thread = runs.get("t-garbage")
+        assert thread is not None and thread.next  # it still waits at the approval
+        digest = runs.resume("t-garbage").request["digest"]
+        assert runs.resume("t-garbage", {"action": "approve", "digest": digest}).status == (
+            "succeeded"
+        )
+
+
+def test_an_async_decide_that_keeps_being_refused_is_stopped(env):
+    async def go():
+        async with Runs.aopen(str(env / "runs.sqlite"), tools=echo_tools()) as runs:
+            request = new_run(plan=plan_of(step(1, "echo", {"text": "hi"})), tools=echo_tools())
+            await runs.astart(request, decide=lambda r: {"action": "approve", "version": 99})
+
+    with pytest.raises(RunError, match="waits at approval"):
+        asyncio.run(go())
+
+
+def test_a_state_edit_keeps_the_runs_folder_and_context(env):
+    plan = plan_of(step(1, "write_file", {"path": "out.txt", "content": "hi"}))
+    context = Context(approval="always", max_steps=3)
+    with Runs.open(str(env / "runs.sqlite")) as runs:
+        result = runs.start(new_run(plan=plan, workspace="ws", context=context))
+        edited = {**result.request["plan"], "goal": "edited goal"}
+        config = {"configurable": {"thread_id": result.thread_id}}
+        runs.graph().update_state(config, {"plan": edited}, as_node="planner")  # no metadata
+        thread = runs.get(result.thread_id)
+        assert thread is not None and thread.workspace == str(env / "ws")
+        assert thread.saved_context["approval"] == "always"
+        digest = runs.resume(result.thread_id).request["digest"]
+        done = runs.resume(result.thread_id, {"action": "approve", "digest": digest})
+        assert done.status == "succeeded" and done.workspace == str(env / "ws")
+        assert (env / "ws" / "out.txt").read_text() == "hi"
+
+
+@pytest.mark.parametrize(
+    "db",
+    [
+        "POSTGRESQL://alice:Hunter2Secret@127.0.0.1:1/db",
+        "postgresql+psycopg://alice:Hunter2Secret@127.0.0.1:1/db",
+        "postgresql://alice:Hunter2/Secret@127.0.0.1:1/db",
+        "postgresql://alice:Hunter2?Secret@127.0.0.1:1/db",
+        "postgresql://alice:Hunter2#Secret@127.0.0.1:1/db",
+        "host=127.0.0.1 port=1 user=alice password=Hunter2Secret dbname=db",
+    ],
+)
+def test_postgres_urls_of_any_spelling_are_not_sqlite_files_and_hide_the_password(env, db):
+    with pytest.raises(RunError) as failed, Runs.open(db):
+        pass
+    assert "cannot open the run database" in str(failed.value)
+    assert "Hunter2" not in str(failed.value) and "Secret" not in str(failed.value)
+    assert list(env.iterdir()) == []  # no SQLite file named after the URL
+
+
 def echo_tools():
     registry = default_registry()
     registry.register(echo)
     return registry
+
+
+def test_a_state_edit_keeps_the_runs_settings_for_async_callers_too(env):
+    plan = plan_of(step(1, "write_file", {"path": "out.txt", "content": "hi"}))
+
+    async def go():
+        async with Runs.aopen(str(env / "runs.sqlite")) as runs:
+            context = Context(approval="always")
+            result = await runs.astart(new_run(plan=plan, workspace="ws", context=context))
+            edited = {**result.request["plan"], "goal": "edited goal"}
+            config = {"configurable": {"thread_id": result.thread_id}}
+            await runs.graph().aupdate_state(config, {"plan": edited}, as_node="planner")
+            return await runs.aget(result.thread_id)
+
+    thread = asyncio.run(go())
+    assert thread is not None and thread.workspace == str(env / "ws")
+    assert thread.saved_context["approval"] == "always"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, ExitStack, asynccontextmanager, contextmanager
@@ -41,9 +42,19 @@ def redact(db: str) -> str:
     return mask_urls(db)
 
 
+POSTGRES_URL = re.compile(r"(?i)^\s*postgres(?:ql)?(?:\+\w+)?://")
+LIBPQ_KEYWORDS = re.compile(r"(?:^|\s)(?:host|hostaddr|dbname|user|password|port|service)\s*=")
+
+
 def is_postgres(db: str) -> bool:
-    """Say whether ``db`` names a PostgreSQL database rather than a SQLite file."""
-    return db.startswith(("postgres://", "postgresql://"))
+    """Say whether ``db`` names a PostgreSQL database (a URL of any spelling, or libpq keywords)."""
+    return bool(POSTGRES_URL.match(db) or LIBPQ_KEYWORDS.search(db))
+
+
+def postgres_conninfo(db: str) -> str:
+    """Return ``db`` as psycopg takes it: ``postgresql://`` (no driver suffix), or keywords."""
+    match = POSTGRES_URL.match(db)
+    return "postgresql://" + db[match.end() :] if match else db.strip()
 
 
 def _cannot_open(db: str, exc: BaseException) -> NoReturn:
@@ -63,7 +74,7 @@ def open_saver(db: str) -> Iterator[BaseCheckpointSaver[Any]]:
     register_url_secrets(db)  # scrubbed from everything printed, whatever quotes it
     with ExitStack() as stack:
         try:
-            opened = postgres_saver(db) if is_postgres(db) else sqlite_saver(db)
+            opened = postgres_saver(postgres_conninfo(db)) if is_postgres(db) else sqlite_saver(db)
             saver: BaseCheckpointSaver[Any] = stack.enter_context(opened)
         except OPEN_ERRORS as exc:
             _cannot_open(db, exc)
@@ -84,7 +95,7 @@ async def aopen_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         try:
             if is_postgres(db):
                 saver: BaseCheckpointSaver[Any] = await stack.enter_async_context(
-                    async_postgres_saver(db)
+                    async_postgres_saver(postgres_conninfo(db))
                 )
             else:
                 saver = await stack.enter_async_context(async_sqlite_saver(db))

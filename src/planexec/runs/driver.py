@@ -13,7 +13,16 @@ from planexec.admission import PlanexecGraph
 from planexec.context import ApprovalPolicy, Context
 from planexec.graph import build_graph
 from planexec.runs.db import RunError, aopen_saver, open_saver, redact
-from planexec.runs.reading import LISTED, newest_threads, summary_of, thread_config, thread_of
+from planexec.runs.reading import (
+    LISTED,
+    asaved_settings,
+    has_settings,
+    newest_threads,
+    saved_settings,
+    summary_of,
+    thread_config,
+    thread_of,
+)
 from planexec.runs.request import RunRequest, sandbox_for, saved_context
 from planexec.runs.streaming import Stopped, adrive, drive, resume_payload
 from planexec.runs.types import Decide, OnEvent, RunResult, ThreadState, ThreadSummary
@@ -46,6 +55,7 @@ class Runs:
     ) -> None:
         """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces)."""
         self.checkpointer, self.db, self.tools, self.approval = checkpointer, db, tools, approval
+        self._graphs: dict[tuple[Sandbox | None, str | None], PlanexecGraph] = {}
 
     @classmethod
     @contextmanager
@@ -68,9 +78,17 @@ class Runs:
     def graph(
         self, sandbox: Sandbox | None = None, context: Context | None = None
     ) -> PlanexecGraph:
-        """Return the graph runs use here: this checkpointer, tools and approval policy."""
+        """Return the graph runs use here: this checkpointer, tools and approval policy.
+
+        Compiled once per folder and policy, not once per run.
+        """
         approval = self.approval or (context.approval if context else None)
-        return build_graph(self.checkpointer, tools=self.tools, sandbox=sandbox, approval=approval)
+        key = (sandbox, approval)
+        if key not in self._graphs:
+            self._graphs[key] = build_graph(
+                self.checkpointer, tools=self.tools, sandbox=sandbox, approval=approval
+            )
+        return self._graphs[key]
 
     def seed(self, request: RunRequest) -> RunnableConfig:
         """Save a new run's plan (if it brings one) as the planner's; return the run's config."""
@@ -138,12 +156,24 @@ class Runs:
         return _result(run, stopped)
 
     def get(self, thread_id: str) -> ThreadState | None:
-        """Return a thread's latest state, or None if there is no such thread."""
-        return thread_of(thread_id, self.graph().get_state(thread_config(thread_id)))
+        """Return a thread's latest state and its run's settings, or None if there is none.
+
+        The settings are the newest a planexec run saved: a state edit (Studio, update_state)
+        writes a checkpoint without them, and the run still resumes as it was started.
+        """
+        config = thread_config(thread_id)
+        snapshot = self.graph().get_state(config)
+        if has_settings(snapshot.metadata):
+            return thread_of(thread_id, snapshot)
+        return thread_of(thread_id, snapshot, saved_settings(self.checkpointer, config))
 
     async def aget(self, thread_id: str) -> ThreadState | None:
         """Async :meth:`get`."""
-        return thread_of(thread_id, await self.graph().aget_state(thread_config(thread_id)))
+        config = thread_config(thread_id)
+        snapshot = await self.graph().aget_state(config)
+        if has_settings(snapshot.metadata):
+            return thread_of(thread_id, snapshot)
+        return thread_of(thread_id, snapshot, await asaved_settings(self.checkpointer, config))
 
     def threads(self, limit: int = 20) -> list[ThreadSummary]:
         """List the ``limit`` most recently updated threads, newest first."""

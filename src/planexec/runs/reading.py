@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
 from planexec.runs.types import ThreadState, ThreadSummary
@@ -23,12 +25,50 @@ def text(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def thread_of(thread_id: str, snapshot: StateSnapshot) -> ThreadState | None:
-    """Read a snapshot's values and the run settings its metadata keeps (None if empty)."""
+SETTINGS_KEY = "planexec_context"
+"""Metadata key of a run's saved settings (with ``planexec_workspace``, ``planexec_outputs``)."""
+
+
+def has_settings(metadata: Mapping[str, Any] | None) -> bool:
+    """Say whether a checkpoint's metadata keeps a run's settings (a state edit's does not)."""
+    return bool(metadata) and SETTINGS_KEY in (metadata or {})
+
+
+def saved_settings(
+    checkpointer: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> Mapping[str, Any] | None:
+    """Return the metadata of a thread's newest checkpoint that keeps its run's settings."""
+    found = (i.metadata for i in checkpointer.list(config) if has_settings(i.metadata))
+    return next(found, None)
+
+
+async def asaved_settings(
+    checkpointer: BaseCheckpointSaver[Any], config: RunnableConfig
+) -> Mapping[str, Any] | None:
+    """Async :func:`saved_settings`."""
+    items = checkpointer.alist(config)
+    try:
+        async for item in items:
+            if has_settings(item.metadata):
+                return item.metadata
+        return None
+    finally:
+        if isinstance(items, AsyncGenerator):  # close the saver's cursor now, not at GC
+            await items.aclose()
+
+
+def thread_of(
+    thread_id: str, snapshot: StateSnapshot, settings: Mapping[str, Any] | None = None
+) -> ThreadState | None:
+    """Read a snapshot's values and the run's settings (None if empty).
+
+    The settings come from ``settings`` (the newest checkpoint metadata that keeps them, when
+    the latest checkpoint, e.g. a state edit's, does not), else from the snapshot's metadata.
+    """
     if not snapshot.values:
         return None
-    meta = snapshot.metadata or {}
-    saved = json.loads(str(meta.get("planexec_context") or "{}"))
+    meta = settings if settings is not None else (snapshot.metadata or {})
+    saved = json.loads(str(meta.get(SETTINGS_KEY) or "{}"))
     # runs started before planexec_workspace existed kept their folder in the context
     folder = text(meta.get("planexec_workspace")) or text(saved.pop("workspace", None))
     outputs = text(meta.get("planexec_outputs"))

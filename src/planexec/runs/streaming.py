@@ -10,9 +10,12 @@ from langgraph.types import Command
 
 from planexec.admission import PlanexecGraph
 from planexec.context import Context
+from planexec.runs.db import RunError
 from planexec.runs.types import ApprovalRequest, Decide, OnEvent
 
 STREAM = ["custom", "updates"]  # step events, and the updates that carry interrupts
+MAX_REFUSED = 3
+"""Answers from ``decide`` refused in a row after which a run stops (the thread waits)."""
 Stopped = tuple[dict[str, Any], ApprovalRequest | None]
 """A run's values where it stopped, and the approval request it waits on (None at its end)."""
 
@@ -41,13 +44,18 @@ def drive(
     on_event: OnEvent | None,
     decide: Decide | None,
 ) -> Stopped:
-    """Stream until the run ends, or stops at an approval when ``decide`` is None."""
+    """Stream until the run ends, or stops at an approval when ``decide`` is None.
+
+    Raise :class:`RunError` after :data:`MAX_REFUSED` refused answers in a row.
+    """
+    refused = 0
     while True:
         pending = None
         for mode, chunk in graph.stream(payload, config, context=context, stream_mode=STREAM):
             pending = take(mode, chunk, on_event) or pending
         if pending is None or decide is None:
             return graph.get_state(config).values, pending
+        refused = check_refusals(refused, payload, pending, config)
         payload = Command(resume=dict(decide(pending)))
 
 
@@ -60,6 +68,7 @@ async def adrive(
     decide: Decide | None,
 ) -> Stopped:
     """Async :func:`drive`."""
+    refused = 0
     while True:
         pending = None
         async for mode, chunk in graph.astream(
@@ -68,4 +77,21 @@ async def adrive(
             pending = take(mode, chunk, on_event) or pending
         if pending is None or decide is None:
             return (await graph.aget_state(config)).values, pending
+        refused = check_refusals(refused, payload, pending, config)
         payload = Command(resume=dict(decide(pending)))
+
+
+def check_refusals(
+    refused: int, payload: Any, pending: ApprovalRequest, config: RunnableConfig
+) -> int:
+    """Count an answer the approval refused; stop the run at :data:`MAX_REFUSED` in a row."""
+    if not (isinstance(payload, Command) and pending.get("error")):
+        return 0
+    refused += 1
+    if refused >= MAX_REFUSED:
+        thread_id = config.get("configurable", {}).get("thread_id")
+        raise RunError(
+            f"the approval refused {refused} answers in a row (last: {pending['error']}); "
+            f"the thread waits at approval: answer it with `planexec resume {thread_id}`"
+        )
+    return refused
