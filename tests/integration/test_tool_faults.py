@@ -183,15 +183,17 @@ def test_a_timed_out_tool_is_not_retried_unless_it_says_its_timeouts_are_transie
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_abandoned_calls_are_bounded_per_process(use_models, ctx, mode):
     no_abandoned_calls()
+    # 1 and 2 time out at 1.5 s and run on until 5 s (abandoned); 3 and 4 take 0.9 s each
+    # (0.6 s inside the limit, even on a busy machine), so 5 starts at about 1.8 s
     plan = plan_of(
-        step(1, "slow_load", {"key": f"bound-1-{mode}", "seconds": 2.5}),
-        step(2, "slow_load", {"key": f"bound-2-{mode}", "seconds": 2.5}),
-        step(3, "async_sleep_for", {"seconds": 0.5}),
-        step(4, "async_sleep_for", {"seconds": 0.5}, [3]),
-        step(5, "echo", {"text": "starts at 1 s, while 1 and 2 run on, abandoned"}, [4]),
+        step(1, "slow_load", {"key": f"bound-1-{mode}", "seconds": 5}),
+        step(2, "slow_load", {"key": f"bound-2-{mode}", "seconds": 5}),
+        step(3, "async_sleep_for", {"seconds": 0.9}),
+        step(4, "async_sleep_for", {"seconds": 0.9}, [3]),
+        step(5, "echo", {"text": "starts at 1.8 s, while 1 and 2 run on, abandoned"}, [4]),
     )
     use_models(planner=scripted(plan_reply(plan)))
-    out = run(ctx(step_timeout=0.6, max_abandoned_calls=2, max_replans=0), mode)
+    out = run(ctx(step_timeout=1.5, max_abandoned_calls=2, max_replans=0), mode)
     statuses = [out["steps"][i]["status"] for i in "12345"]
     assert statuses == ["failed", "failed", "succeeded", "succeeded", "failed"]
     assert out["steps"]["5"]["error"] == (
@@ -199,7 +201,7 @@ def test_abandoned_calls_are_bounded_per_process(use_models, ctx, mode):
         "(max_abandoned_calls is 2); echo starts once fewer run"
     )
     assert sorted(c["step"] for c in abandoned_calls()) == [1, 2]
-    no_abandoned_calls(timeout=3)  # they end, and are no longer counted
+    no_abandoned_calls(timeout=6)  # they end, and are no longer counted
     assert len(calls[f"bound-1-{mode}"]) == len(ended[f"bound-1-{mode}"]) == 1
 
 
