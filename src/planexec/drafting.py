@@ -1,14 +1,16 @@
 """Drafting a plan with a model: ask for one, validate it, send the errors back (bounded).
 
 The planner node drafts a plan for the task, the replanner one for the remaining work; both
-call :func:`draft_plan`. The schema and its validation are :mod:`planexec.plan`.
+hold a :func:`drafting` conversation through :func:`draft_plan` (sync runs) or
+:func:`adraft_plan` (async runs). The schema and its validation are :mod:`planexec.plan`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -50,25 +52,27 @@ def plan_data(reply: BaseMessage) -> tuple[Any, str | None]:
     return None, "the reply contained no plan: call the Plan tool"
 
 
-def draft_plan(
-    model: BaseChatModel,
+Drafting = Generator[list[BaseMessage], BaseMessage, Draft]
+"""A drafting conversation without I/O: yields the messages to send, is sent each reply."""
+
+
+def drafting(
     messages: list[BaseMessage],
     tools: ToolRegistry,
     *,
     max_steps: int,
     max_repairs: int,
     kept: frozenset[int] = frozenset(),
-    config: RunnableConfig | None = None,
-) -> Draft:
+) -> Drafting:
     """Ask for a plan; while it is invalid, send the errors back, at most ``max_repairs`` times.
 
-    ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s).
+    The conversation makes no model call itself: :func:`draft_plan` (sync) and
+    :func:`adraft_plan` (async) make them, so both kinds of run share every rule.
     """
-    bound = model.bind_tools([Plan], tool_choice="Plan")
     conversation = list(messages)
     draft = Draft(plan=None, errors=[])
     for _ in range(max_repairs + 1):
-        reply = bound.invoke(conversation, config)
+        reply = yield conversation
         draft.attempts += 1
         data, problem = plan_data(reply)
         if problem is None:
@@ -90,3 +94,32 @@ def draft_plan(
             )
         )
     return draft
+
+
+def draft_plan(
+    model: BaseChatModel, conversation: Drafting, config: RunnableConfig | None = None
+) -> Draft:
+    """Hold a drafting conversation with ``model`` through its sync API (``invoke``).
+
+    ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s).
+    """
+    bound = model.bind_tools([Plan], tool_choice="Plan")
+    try:
+        messages = next(conversation)
+        while True:
+            messages = conversation.send(bound.invoke(messages, config))
+    except StopIteration as done:
+        return cast(Draft, done.value)
+
+
+async def adraft_plan(
+    model: BaseChatModel, conversation: Drafting, config: RunnableConfig | None = None
+) -> Draft:
+    """Hold a drafting conversation with ``model`` through its async API (``ainvoke``)."""
+    bound = model.bind_tools([Plan], tool_choice="Plan")
+    try:
+        messages = next(conversation)
+        while True:
+            messages = conversation.send(await bound.ainvoke(messages, config))
+    except StopIteration as done:
+        return cast(Draft, done.value)

@@ -7,7 +7,7 @@ use ``build_graph(checkpointer=...)``.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, cast, get_args
 
@@ -38,6 +38,17 @@ POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
 
 MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient)
 """The one retry layer of model nodes: 3 attempts (the OpenAI client itself does not retry)."""
+
+
+def sync_and_async(
+    func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]], **bound: Any
+) -> RunnableLambda[Any, Any]:
+    """Make a node that runs ``func`` on sync runs and ``afunc`` on async ones (``ainvoke``).
+
+    A sync-only node would hold a thread of the event loop's pool for the whole of its model
+    calls on an async run (the LangGraph server), capping concurrent runs at that pool's size.
+    """
+    return RunnableLambda(partial(func, **bound), afunc=partial(afunc, **bound), name=func.__name__)
 
 
 def build_graph(
@@ -75,7 +86,7 @@ def build_graph(
     builder.add_node("intake", intake.take_task)
     builder.add_node(
         "planner",
-        partial(planner.plan, tools=registry, sandbox=box, chat_models=chat),
+        sync_and_async(planner.plan, planner.aplan, tools=registry, sandbox=box, chat_models=chat),
         retry_policy=MODEL_RETRY,
     )
     policy = approval or os.environ.get("PLANEXEC_APPROVAL") or "first"
@@ -90,20 +101,20 @@ def build_graph(
     )
     builder.add_node(
         "executor",
-        RunnableLambda(
-            partial(executor.execute, tools=registry, sandbox=box, chat_models=chat),
-            afunc=partial(executor.aexecute, tools=registry, sandbox=box, chat_models=chat),
-            name="executor",
+        sync_and_async(
+            executor.execute, executor.aexecute, tools=registry, sandbox=box, chat_models=chat
         ),
     )
     builder.add_node(
         "evaluator",
-        partial(evaluator.evaluate, sandbox=box, tools=registry, chat_models=chat),
+        sync_and_async(
+            evaluator.evaluate, evaluator.aevaluate, sandbox=box, tools=registry, chat_models=chat
+        ),
         retry_policy=MODEL_RETRY,
     )
     builder.add_node(
         "replanner",
-        partial(replanner.replan, tools=registry, chat_models=chat),
+        sync_and_async(replanner.replan, replanner.areplan, tools=registry, chat_models=chat),
         retry_policy=MODEL_RETRY,
     )
     builder.add_node(

@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
@@ -83,16 +83,11 @@ def _short(text: str, limit: int = 80) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-def judge(
-    model: BaseChatModel,
-    steps: list[StepDoc],
-    outputs: dict[int, Any],
-    config: RunnableConfig | None = None,
-) -> Judgement:
-    """Ask the judge, in one call, whether each output fits what its step was expected to give.
+def judge_messages(steps: list[StepDoc], outputs: dict[int, Any]) -> list[BaseMessage]:
+    """Build the judge's prompt: each shown step's purpose and (summarised) result, redacted.
 
-    Verdicts on steps not shown are dropped; a reply that is not valid :class:`Verdicts`
-    gives none, and a note saying so.
+    Redacted here because the structured-output chain reports its input to callbacks before
+    the model scrubs it.
     """
     by_id = {s["id"]: s for s in steps}
     shown = [
@@ -104,11 +99,42 @@ def judge(
         }
         for i, output in outputs.items()
     ]
-    messages = [SystemMessage(prompts.JUDGE_SYSTEM), HumanMessage(json.dumps(shown, indent=1))]
-    structured = model.with_structured_output(Verdicts, include_raw=True)
-    # the structured-output chain reports its input to callbacks before the model scrubs it
-    reply = structured.invoke(redact(messages), config)
+    messages: list[BaseMessage] = [
+        SystemMessage(prompts.JUDGE_SYSTEM),
+        HumanMessage(json.dumps(shown, indent=1)),
+    ]
+    return cast(list[BaseMessage], redact(messages))
+
+
+def judgement_of(reply: Any, outputs: dict[int, Any]) -> Judgement:
+    """Read the judge's reply (the structured-output chain's ``include_raw`` dict).
+
+    Verdicts on steps not shown are dropped; an unusable reply gives none, and a note saying so.
+    """
     parsed = reply.get("parsed") if isinstance(reply, dict) else None
     if not isinstance(parsed, Verdicts):
         return Judgement(verdicts={}, note=NOT_UNDERSTOOD)
     return Judgement(verdicts={v.step: v for v in parsed.verdicts if v.step in outputs})
+
+
+def judge(
+    model: BaseChatModel,
+    steps: list[StepDoc],
+    outputs: dict[int, Any],
+    config: RunnableConfig | None = None,
+) -> Judgement:
+    """Ask the judge, in one call (sync API), whether each output fits what its step expected."""
+    structured = model.with_structured_output(Verdicts, include_raw=True)
+    return judgement_of(structured.invoke(judge_messages(steps, outputs), config), outputs)
+
+
+async def ajudge(
+    model: BaseChatModel,
+    steps: list[StepDoc],
+    outputs: dict[int, Any],
+    config: RunnableConfig | None = None,
+) -> Judgement:
+    """Ask the judge, in one call (async API), whether each output fits what its step expected."""
+    structured = model.with_structured_output(Verdicts, include_raw=True)
+    reply = await structured.ainvoke(judge_messages(steps, outputs), config)
+    return judgement_of(reply, outputs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from planexec.drafting import draft_plan, plan_data
+from planexec.drafting import draft_plan, drafting, plan_data
 from planexec.scripted import ScriptedChatModel
 from planexec.tools import ToolRegistry
 from planexec.usage import UsageCounter
@@ -52,9 +52,8 @@ def test_the_plan_tool_call_wins_and_a_broken_one_is_reported():
 def test_an_invalid_draft_is_repaired_and_every_call_is_counted():
     model = ScriptedChatModel(replies=[text_reply("no plan"), plan_reply(PLAN)])
     counter = UsageCounter("planner")
-    draft = draft_plan(
-        model, [], ToolRegistry([echo]), max_steps=5, max_repairs=2, config=counter.config()
-    )
+    conversation = drafting([], ToolRegistry([echo]), max_steps=5, max_repairs=2)
+    draft = draft_plan(model, conversation, config=counter.config())
     assert draft.plan is not None and draft.errors == [] and draft.attempts == 2
     assert "neither a Plan tool call nor valid JSON" in model.prompts[1]
     assert counter.usage()["planner"]["calls"] == 2

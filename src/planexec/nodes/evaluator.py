@@ -7,18 +7,21 @@ Decisions: finish, retry, replan, give_up.
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 
 from planexec import models
 from planexec.context import Context, context_of
-from planexec.judging import cheap_problem, judge
+from planexec.judging import Judgement, ajudge, cheap_problem, judge
 from planexec.outputs import OutputFileError, output_of
 from planexec.plandoc import plan_of, topological_order
 from planexec.records import current_records, pending_record, record_key
 from planexec.sandbox import Sandbox
-from planexec.state import Evaluation, State, StepDoc, StepRecord
+from planexec.state import Evaluation, PlanDoc, State, StepDoc, StepRecord
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 from planexec.usage import UsageCounter
@@ -33,66 +36,97 @@ def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:
     return found - roots
 
 
-def evaluate(
-    state: State,
-    runtime: Runtime[Context],
-    *,
-    sandbox: Sandbox,
-    tools: ToolRegistry,
-    chat_models: models.ChatModels,
-) -> dict[str, Any]:
-    """Check the latest round's results and choose what happens next.
+@dataclass
+class Checked:
+    """The records after the cheap checks, and the outputs that passed them (for the judge)."""
 
-    A judge's rejection gets one re-run per plan revision: the rejected steps and every step
-    built on them run again (marked ``judged_retry``), and a rejection after that is final.
-    A step whose result was built on a step that failed a check afterwards is discarded
-    (``skipped``), so a revision never keeps a step without the steps it depends on.
-    """
-    ctx = context_of(runtime.context)
+    plan: PlanDoc
+    records: dict[str, StepRecord]
+    passed: dict[int, Any]
+
+
+def check_results(state: State, ctx: Context, *, sandbox: Sandbox, tools: ToolRegistry) -> Checked:
+    """Run the cheap checks on every newly succeeded step (reads its output and files)."""
     workspace = sandbox.for_run(ctx)
     store = sandbox.output_store()
     plan = plan_of(state)
     tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
     current = current_records(plan, state.get("steps") or {})  # only this plan's results count
     records: dict[str, StepRecord] = {k: StepRecord(**v) for k, v in current.items()}
-    fresh = [
-        int(sid)
-        for sid, rec in records.items()
-        if rec.get("status") == "succeeded" and not rec.get("checked")
-    ]
-    outputs: dict[int, Any] = {}
-    for sid in fresh:
+    passed: dict[int, Any] = {}
+    for sid in [int(k) for k, r in records.items() if r.get("status") == "succeeded"]:
         rec = records[record_key(sid)]
+        if rec.get("checked"):
+            continue
         rec["checked"] = True
         try:
-            outputs[sid] = output_of(rec, store)
+            output = output_of(rec, store)
         except OutputFileError as exc:
             problem: str | None = str(exc)
         else:
-            problem = cheap_problem(outputs[sid], tools.file_fields(tool_of.get(sid)), workspace)
+            problem = cheap_problem(output, tools.file_fields(tool_of.get(sid)), workspace)
         if problem:
             rec["status"], rec["error"] = "failed", f"check failed: {problem}"
+        else:
+            passed[sid] = output
+    return Checked(plan, records, passed)
 
-    update: dict[str, Any] = {}
-    note = ""
+
+def evaluate(
+    state: State, *, sandbox: Sandbox, tools: ToolRegistry, chat_models: models.ChatModels
+) -> dict[str, Any]:
+    """Check the latest round's results and choose what happens next (sync runs)."""
+    ctx = context_of(get_runtime(Context).context)
+    found = check_results(state, ctx, sandbox=sandbox, tools=tools)
+    if not (ctx.llm_judge and found.passed):
+        return decide(state, ctx, found, None)
+    counter = UsageCounter("evaluator")
+    judgement = judge(
+        chat_models.for_role("evaluator", ctx.evaluator_model),
+        found.plan["steps"],
+        found.passed,
+        counter.config(models.internal_call("judge model")),
+    )
+    return {**decide(state, ctx, found, judgement), "usage": counter.usage()}
+
+
+async def aevaluate(
+    state: State, *, sandbox: Sandbox, tools: ToolRegistry, chat_models: models.ChatModels
+) -> dict[str, Any]:
+    """Check the latest round's results and choose what happens next (async runs)."""
+    ctx = context_of(get_runtime(Context).context)
+    found = await asyncio.to_thread(  # reads outputs and files
+        partial(check_results, sandbox=sandbox, tools=tools), state, ctx
+    )
+    if not (ctx.llm_judge and found.passed):
+        return decide(state, ctx, found, None)
+    counter = UsageCounter("evaluator")
+    model = await asyncio.to_thread(chat_models.for_role, "evaluator", ctx.evaluator_model)
+    config = counter.config(models.internal_call("judge model"))
+    judgement = await ajudge(model, found.plan["steps"], found.passed, config)
+    return {**decide(state, ctx, found, judgement), "usage": counter.usage()}
+
+
+def decide(
+    state: State, ctx: Context, found: Checked, judgement: Judgement | None
+) -> dict[str, Any]:
+    """Apply the judge's verdicts, then decide: finish, retry, replan or give up.
+
+    A judge's rejection gets one re-run per plan revision: the rejected steps and every step
+    built on them run again (marked ``judged_retry``), and a rejection after that is final.
+    A step whose result was built on a step that failed a check afterwards is discarded
+    (``skipped``), so a revision never keeps a step without the steps it depends on.
+    """
+    plan, records = found.plan, found.records
     retry: list[int] = []
-    judged = [sid for sid in fresh if records[record_key(sid)]["status"] == "succeeded"]
-    if ctx.llm_judge and judged:
-        counter = UsageCounter("evaluator")
-        judgement = judge(
-            chat_models.for_role("evaluator", ctx.evaluator_model),
-            plan["steps"],
-            {sid: outputs[sid] for sid in judged},
-            counter.config(models.internal_call("judge model")),
-        )
-        update["usage"], note = counter.usage(), judgement.note
-        for sid, verdict in judgement.verdicts.items():
-            rec = records[record_key(sid)]
-            if not verdict.ok:
-                rec["status"] = "failed"
-                rec["error"] = "judge: " + storable_text(verdict.reason or "does not fit", 500)
-                if not rec.get("judged_retry"):
-                    retry.append(sid)
+    for sid, verdict in (judgement.verdicts if judgement else {}).items():
+        rec = records[record_key(sid)]
+        if not verdict.ok:
+            rec["status"] = "failed"
+            rec["error"] = "judge: " + storable_text(verdict.reason or "does not fit", 500)
+            if not rec.get("judged_retry"):
+                retry.append(sid)
+    note = judgement.note if judgement else ""
 
     failed = sorted(int(s) for s, r in records.items() if r.get("status") == "failed")
     skipped = sorted(int(s) for s, r in records.items() if r.get("status") == "skipped")
@@ -122,7 +156,7 @@ def evaluate(
             )
     if note:
         evaluation["reason"] += f" ({note})"
-    return {**update, "steps": records, "evaluation": evaluation}
+    return {"steps": records, "evaluation": evaluation}
 
 
 def _discard_built_on(

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from functools import partial
 from itertools import islice
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langgraph.runtime import Runtime
+from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
 from planexec.context import Context, context_of
-from planexec.drafting import draft_plan
+from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.plan import to_doc
 from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
@@ -56,26 +59,60 @@ def planner_messages(
     return messages
 
 
+def planner_call(
+    state: State,
+    ctx: Context,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
+) -> tuple[BaseChatModel, Drafting]:
+    """Return the planner's model and its drafting conversation (reads the workspace)."""
+    conversation = drafting(
+        planner_messages(state, ctx, tools, sandbox.for_run(ctx)),
+        tools,
+        max_steps=ctx.max_steps,
+        max_repairs=ctx.max_plan_repairs,
+    )
+    return chat_models.for_role("planner", ctx.planner_model), conversation
+
+
 def plan(
     state: State,
-    runtime: Runtime[Context],
     *,
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: models.ChatModels,
 ) -> dict[str, Any]:
-    """Ask the planner model for a plan; repair invalid ones a bounded number of times."""
-    ctx = context_of(runtime.context)
-    workspace = sandbox.for_run(ctx)
+    """Ask the planner model for a plan (sync runs); invalid drafts are repaired (bounded)."""
+    ctx = context_of(get_runtime(Context).context)
     counter = UsageCounter("planner")
-    result = draft_plan(
-        chat_models.for_role("planner", ctx.planner_model),
-        planner_messages(state, ctx, tools, workspace),
-        tools,
-        max_steps=ctx.max_steps,
-        max_repairs=ctx.max_plan_repairs,
-        config=counter.config(models.internal_call("planner model")),
+    model, conversation = planner_call(
+        state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
+    draft = draft_plan(model, conversation, counter.config(models.internal_call("planner model")))
+    return planned(state, draft, counter)
+
+
+async def aplan(
+    state: State,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
+) -> dict[str, Any]:
+    """Ask the planner model for a plan (async runs: ``ainvoke``, the LangGraph server)."""
+    ctx = context_of(get_runtime(Context).context)
+    counter = UsageCounter("planner")
+    model, conversation = await asyncio.to_thread(  # lists the workspace, may load a model
+        partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
+    )
+    config = counter.config(models.internal_call("planner model"))
+    return planned(state, await adraft_plan(model, conversation, config), counter)
+
+
+def planned(state: State, result: Draft, counter: UsageCounter) -> dict[str, Any]:
+    """Return the state update for the planner's draft: the new plan, or why there is none."""
     if result.plan is None:
         return {
             "error": f"the planner gave no valid plan in {result.attempts} attempts: "

@@ -7,46 +7,93 @@ cannot be made valid, ends the run with a partial result instead of looping.
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from langgraph.runtime import Runtime
+from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import get_runtime
 
 from planexec import models
 from planexec.context import Context, context_of
-from planexec.drafting import draft_plan
+from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key
 from planexec.revising import keepable, replanner_messages, signature
-from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepRecord
+from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.usage import UsageCounter
 
 
-def replan(
-    state: State,
-    runtime: Runtime[Context],
-    *,
-    tools: ToolRegistry,
-    chat_models: models.ChatModels,
-) -> dict[str, Any]:
-    """Ask the planner model for the remaining work and merge it with the kept steps."""
-    ctx = context_of(runtime.context)
+@dataclass(frozen=True)
+class Revising:
+    """What a revision starts from: the plan, its records, and the steps it keeps or loses."""
+
+    plan: PlanDoc
+    records: dict[str, StepRecord]
+    kept_steps: list[StepDoc]
+    lost_steps: list[StepDoc]
+
+    @property
+    def kept_ids(self) -> frozenset[int]:
+        """The ids of the kept steps."""
+        return frozenset(s["id"] for s in self.kept_steps)
+
+
+def replanner_call(
+    state: State, ctx: Context, *, tools: ToolRegistry, chat_models: models.ChatModels
+) -> tuple[BaseChatModel, Drafting, Revising]:
+    """Return the planner's model, the replanning conversation, and what the revision keeps."""
     plan = plan_of(state)
     records = state.get("steps", {})
     kept_steps = keepable(plan["steps"], current_records(plan, records))
-    lost_steps = [s for s in plan["steps"] if s not in kept_steps]
-    kept_ids = frozenset(s["id"] for s in kept_steps)
-    counter = UsageCounter("replanner")
-    result = draft_plan(
-        chat_models.for_role("planner", ctx.planner_model),
+    start = Revising(plan, records, kept_steps, [s for s in plan["steps"] if s not in kept_steps])
+    conversation = drafting(
         replanner_messages(plan, records, kept_steps, ctx.max_steps, tools),
         tools,
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
-        kept=kept_ids,
-        config=counter.config(models.internal_call("replanner model")),
+        kept=start.kept_ids,
     )
+    return chat_models.for_role("planner", ctx.planner_model), conversation, start
+
+
+def replan(state: State, *, tools: ToolRegistry, chat_models: models.ChatModels) -> dict[str, Any]:
+    """Ask the planner model for the remaining work and merge it with the kept steps (sync)."""
+    ctx = context_of(get_runtime(Context).context)
+    counter = UsageCounter("replanner")
+    model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
+    draft = draft_plan(model, conversation, counter.config(models.internal_call("replanner model")))
+    return revised(state, ctx, tools, start, draft, counter)
+
+
+async def areplan(
+    state: State, *, tools: ToolRegistry, chat_models: models.ChatModels
+) -> dict[str, Any]:
+    """Ask the planner model for the remaining work and merge it with the kept steps (async)."""
+    ctx = context_of(get_runtime(Context).context)
+    counter = UsageCounter("replanner")
+    model, conversation, start = await asyncio.to_thread(  # may load a model
+        partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
+    )
+    config = counter.config(models.internal_call("replanner model"))
+    draft = await adraft_plan(model, conversation, config)
+    return revised(state, ctx, tools, start, draft, counter)
+
+
+def revised(
+    state: State,
+    ctx: Context,
+    tools: ToolRegistry,
+    start: Revising,
+    result: Draft,
+    counter: UsageCounter,
+) -> dict[str, Any]:
+    """Return the state update for a revision: the merged plan, or why the run ends."""
+    plan, records = start.plan, start.records
+    kept_steps, lost_steps = start.kept_steps, start.lost_steps
     replans = state.get("replans", 0) + 1
     base: dict[str, Any] = {"replans": replans, "usage": counter.usage()}
     if result.plan is None:
@@ -56,7 +103,7 @@ def replan(
         }
 
     new_steps = result.plan.steps
-    clash = sorted({s.id for s in new_steps} & kept_ids)
+    clash = sorted({s.id for s in new_steps} & start.kept_ids)
     failed_signatures = {signature(s) for s in lost_steps}
     if clash:
         return {**base, "error": f"the replanner reused the ids of kept steps {clash}"}
