@@ -7,6 +7,7 @@ hold a :func:`drafting` conversation through :func:`draft_plan` (sync runs) or
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from langchain_core.utils.json import parse_json_markdown
 
 from planexec import prompts
 from planexec.plan import Plan, PlanValidationError, validate_plan
+from planexec.planpreview import PlanPreview
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 
@@ -97,29 +99,44 @@ def drafting(
 
 
 def draft_plan(
-    model: BaseChatModel, conversation: Drafting, config: RunnableConfig | None = None
+    model: BaseChatModel,
+    conversation: Drafting,
+    config: RunnableConfig | None = None,
+    *,
+    by: str = "planner",
 ) -> Draft:
-    """Hold a drafting conversation with ``model`` through its sync API (``invoke``).
+    """Hold a drafting conversation with ``model`` through its sync API.
 
-    ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s).
+    ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s). The
+    steps stream as ``plan_step`` events while the model writes them (:class:`PlanPreview`).
     """
     bound = model.bind_tools([Plan], tool_choice="Plan")
     try:
         messages = next(conversation)
-        while True:
-            messages = conversation.send(bound.invoke(messages, config))
+        for attempt in itertools.count(1):
+            with PlanPreview(by, attempt):
+                reply = bound.invoke(messages, config)
+            messages = conversation.send(reply)
     except StopIteration as done:
         return cast(Draft, done.value)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def adraft_plan(
-    model: BaseChatModel, conversation: Drafting, config: RunnableConfig | None = None
+    model: BaseChatModel,
+    conversation: Drafting,
+    config: RunnableConfig | None = None,
+    *,
+    by: str = "planner",
 ) -> Draft:
     """Hold a drafting conversation with ``model`` through its async API (``ainvoke``)."""
     bound = model.bind_tools([Plan], tool_choice="Plan")
     try:
         messages = next(conversation)
-        while True:
-            messages = conversation.send(await bound.ainvoke(messages, config))
+        for attempt in itertools.count(1):
+            with PlanPreview(by, attempt):
+                reply = await bound.ainvoke(messages, config)
+            messages = conversation.send(reply)
     except StopIteration as done:
         return cast(Draft, done.value)
+    raise AssertionError("unreachable")  # pragma: no cover

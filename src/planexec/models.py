@@ -119,6 +119,8 @@ def _initialised(provider: str, name: str, base_url: str | None) -> BaseChatMode
     from langchain.chat_models import init_chat_model
 
     options: dict[str, Any] = {"max_retries": 0} if provider in CLIENT_RETRIES else {}
+    if provider == "openai":  # token counts of streamed replies (plans stream as written)
+        options["stream_usage"] = True
     if base_url:
         options["base_url"] = base_url
     try:

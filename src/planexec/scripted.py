@@ -11,17 +11,17 @@ import itertools
 import json
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolCallChunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, Field, PrivateAttr, ValidationError, model_validator
 
 from planexec.errors import ConfigurationError
 
@@ -49,17 +49,31 @@ class ScriptedChatModel(BaseChatModel):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _ids: Any = PrivateAttr(default_factory=itertools.count)
     prompts: list[str] = Field(default_factory=list, exclude=True)
+    stream_chunk_chars: int = Field(default=0, ge=0)
+    """Stream replies in pieces of this many characters (0: whole replies, no streaming)."""
+    disable_streaming: bool | Literal["tool_calling"] = True
+
+    @model_validator(mode="after")
+    def _streams_when_asked(self) -> ScriptedChatModel:
+        self.disable_streaming = not self.stream_chunk_chars
+        return self
 
     @classmethod
     def from_file(cls, path: str | Path) -> ScriptedChatModel:
-        """Load a script: a JSON list of replies, or ``{"replies": [...]}``."""
+        """Load a script: a JSON list of replies, or ``{"replies": [...]}``.
+
+        ``{"replies": [...], "stream_chunk_chars": 40}`` streams replies in 40-character pieces.
+        """
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigurationError(f"cannot read scripted model file {path}: {exc}") from None
         replies: Any = data.get("replies") if isinstance(data, dict) else data
+        chunk: Any = data.get("stream_chunk_chars", 0) if isinstance(data, dict) else 0
         try:
-            return cls(replies=[ScriptedReply.model_validate(r) for r in replies])
+            return cls(
+                replies=[ScriptedReply.model_validate(r) for r in replies], stream_chunk_chars=chunk
+            )
         except (TypeError, ValidationError) as exc:  # one line, without the file's content
             where = (
                 "; ".join(
@@ -100,6 +114,35 @@ class ScriptedChatModel(BaseChatModel):
                 if reply.match is None:
                     return reply
         raise ValueError(f"the scripted model has no reply left for: {prompt[-300:]!r}")
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        """Stream the scripted reply: its text, then each tool call's arguments, in pieces."""
+        whole = self._generate(messages, stop, None, **kwargs).generations[0].message
+        size = self.stream_chunk_chars or 1
+        text = whole.content if isinstance(whole.content, str) else ""
+        for start in range(0, len(text), size):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=text[start : start + size]))
+        for index, call in enumerate(getattr(whole, "tool_calls", None) or []):
+            args = json.dumps(call["args"], default=str)
+            for start in range(0, len(args) or 1, size):
+                first = start == 0
+                piece = ToolCallChunk(
+                    name=call["name"] if first else None,
+                    args=args[start : start + size],
+                    id=call["id"] if first else None,
+                    index=index,
+                )
+                yield ChatGenerationChunk(
+                    message=AIMessageChunk(content="", tool_call_chunks=[piece])
+                )
+        usage = getattr(whole, "usage_metadata", None)
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
 
     def _generate(
         self,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar, copy_context
 from typing import Any
 
 from langchain_core.callbacks import (
@@ -28,7 +29,12 @@ from langchain_core.callbacks import (
     CallbackManagerForLLMRun,
 )
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    BaseMessageChunk,
+    message_chunk_to_message,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
 from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, ensure_config
 from langchain_core.runnables.config import var_child_runnable_config
@@ -37,11 +43,40 @@ from langchain_core.tracers.context import tracing_v2_callback_var
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.runtime import Runtime
 from langsmith.run_helpers import tracing_context
-from pydantic import ConfigDict
+from pydantic import ConfigDict, PrivateAttr
 
 from planexec.secrets import redact, secret_values
 
 ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
+
+PartialReply = Callable[[BaseMessage], None]
+"""Called with each streamed chunk of a reply as it arrives (raw: not scrubbed)."""
+
+_watcher: ContextVar[PartialReply | None] = ContextVar("planexec_reply_watcher", default=None)
+
+
+@contextmanager
+def watching(listener: PartialReply) -> Iterator[None]:
+    """While inside, scrubbed models stream their wrapped model and show ``listener`` the reply.
+
+    The listener gets each raw chunk as it arrives: it must scrub what it passes on.
+    Callbacks, traces and ``messages`` streams still see only the whole scrubbed reply.
+    """
+    token = _watcher.set(listener)
+    try:
+        yield
+    finally:
+        _watcher.reset(token)
+
+
+def _joined(chunks: list[BaseMessage]) -> BaseMessage:
+    """Join a streamed reply's chunks in one merge (adding them one by one is quadratic)."""
+    first, rest = chunks[0], chunks[1:]
+    if isinstance(first, BaseMessageChunk) and rest:
+        first = first + rest  # a list: merged at once
+    if isinstance(first, BaseMessageChunk):
+        return message_chunk_to_message(first)
+    return first  # a model that cannot stream sends one whole message
 
 
 @contextmanager
@@ -112,6 +147,7 @@ class ScrubbedChatModel(BaseChatModel):
     inner: Runnable[LanguageModelInput, BaseMessage]
     disable_streaming: bool = True
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    _cannot_stream: bool = PrivateAttr(default=False)
 
     @classmethod
     def around(cls, model: BaseChatModel) -> ScrubbedChatModel:
@@ -171,6 +207,50 @@ class ScrubbedChatModel(BaseChatModel):
         """Scrub the prompts, then generate (callbacks see the scrubbed prompts)."""
         return await super().agenerate([redact(m) for m in messages], *args, **kwargs)
 
+    def _streamed(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any], watch: PartialReply
+    ) -> BaseMessage:
+        """Stream the raw reply, showing ``watch`` each chunk.
+
+        A server that cannot stream (a streamed request gives no chunk) is asked once more
+        without streaming, and from then on without streaming at all.
+        """
+        chunks: list[BaseMessage] = []
+        if not self._cannot_stream:
+            try:
+                for chunk in self.inner.stream(messages, {"callbacks": []}, **kwargs):
+                    chunks.append(chunk)
+                    watch(chunk)
+            except ValueError:  # langchain: "No generation chunks were returned"
+                if chunks:
+                    raise
+                self._cannot_stream = True
+        if chunks:
+            return _joined(chunks)
+        reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
+        watch(reply)
+        return reply
+
+    async def _astreamed(
+        self, messages: list[BaseMessage], kwargs: dict[str, Any], watch: PartialReply
+    ) -> BaseMessage:
+        """Stream the raw reply (async), like :meth:`_streamed`."""
+        chunks: list[BaseMessage] = []
+        if not self._cannot_stream:
+            try:
+                async for chunk in self.inner.astream(messages, {"callbacks": []}, **kwargs):
+                    chunks.append(chunk)
+                    watch(chunk)
+            except ValueError:  # langchain: "No generation chunks were returned"
+                if chunks:
+                    raise
+                self._cannot_stream = True
+        if chunks:
+            return _joined(chunks)
+        reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
+        watch(reply)
+        return reply
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -183,10 +263,15 @@ class ScrubbedChatModel(BaseChatModel):
             kwargs["stop"] = stop
         # A provider model's bound tools (a RunnableBinding) merge the caller's config back
         # in, callbacks included: run the raw call outside of any parent config.
+        caller = copy_context()  # the watcher streams from the caller's graph task
         token = var_child_runnable_config.set(None)
         try:
             with quiet():
-                reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
+                watcher = _watcher.get()
+                if watcher is None:
+                    reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
+                else:
+                    reply = self._streamed(messages, kwargs, lambda m: caller.run(watcher, m))
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise
@@ -206,10 +291,17 @@ class ScrubbedChatModel(BaseChatModel):
             kwargs["stop"] = stop
         # A provider model's bound tools (a RunnableBinding) merge the caller's config back
         # in, callbacks included: run the raw call outside of any parent config.
+        caller = copy_context()  # the watcher streams from the caller's graph task
         token = var_child_runnable_config.set(None)
         try:
             with quiet():
-                reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
+                watcher = _watcher.get()
+                if watcher is None:
+                    reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
+                else:
+                    reply = await self._astreamed(
+                        messages, kwargs, lambda m: caller.run(watcher, m)
+                    )
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise

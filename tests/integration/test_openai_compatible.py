@@ -64,12 +64,51 @@ def openai_server() -> Iterator[tuple[str, list[dict]]]:
                 ],
                 "usage": {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168},
             }
+            if body.get("stream") and not body["model"].startswith("nostream-"):
+                return self.stream(reply, body)
             data = json.dumps(reply).encode()
             self.send_response(200)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def stream(self, reply: dict, body: dict) -> None:
+            """Send the reply as server-sent events, tool-call arguments in 16-char pieces."""
+            message, head = reply["choices"][0]["message"], {**reply, "choices": None}
+            head["object"] = "chat.completion.chunk"
+            head.pop("usage")
+            deltas: list[dict] = [{"role": "assistant", "content": message.get("content")}]
+            for i, call in enumerate(message.get("tool_calls") or []):
+                args = call["function"]["arguments"]
+                first = {"index": i, "id": call["id"], "type": "function"}
+                deltas.append(
+                    {
+                        "tool_calls": [
+                            {
+                                **first,
+                                "function": {"name": call["function"]["name"], "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+                for at in range(0, len(args), 16):
+                    piece = {"index": i, "function": {"arguments": args[at : at + 16]}}
+                    deltas.append({"tool_calls": [piece]})
+            events = [
+                {**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
+                for d in deltas
+            ]
+            finish = reply["choices"][0]["finish_reason"]
+            events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+            if (body.get("stream_options") or {}).get("include_usage"):
+                events.append({**head, "choices": [], "usage": reply["usage"]})
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.end_headers()
+            for event in events:
+                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
 
         def log_message(self, *args: object) -> None:
             pass
@@ -99,6 +138,7 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
     assert out["final"]["status"] == "succeeded"
     assert out["steps"]["2"]["output"] == "The text came from a local server."
     assert [r["model"] for r in requests] == ["local-planner", "local-executor", "local-executor"]
+    assert requests[0]["stream"] is True  # the plan streams as it is written
     assert all(r["path"] == "/v1/chat/completions" for r in requests)
     assert requests[0]["auth"] == "Bearer local-key-not-secret"
     assert {t["function"]["name"] for t in requests[1]["tools"]} == {"echo"}  # step 2's tools
@@ -158,3 +198,15 @@ def test_a_provider_models_own_call_reports_to_no_callback(openai_server, monkey
     _, usage = judged_run(url, monkeypatch, [tracer])
     assert "ScrubbedChatModel" in tracer.names and "ChatOpenAI" not in tracer.names
     assert usage["evaluator"] == {"calls": 2, "input_tokens": 246, "output_tokens": 90}
+
+
+def test_a_server_that_cannot_stream_still_plans(openai_server, monkeypatch, workspace):
+    """A server that answers a streamed request with plain JSON: asked once more, unstreamed."""
+    url, requests = openai_server
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    ctx = Context(planner_model="openai:nostream-planner", workspace="ws")
+    events = list(graph.stream({"task": "t"}, thread(), context=ctx, stream_mode="custom"))
+    assert [bool(r.get("stream")) for r in requests] == [True, False]
+    assert [e["index"] for e in events if e.get("event") == "plan_step"] == [1, 2, 3]

@@ -65,7 +65,8 @@ def replan(state: State, *, tools: ToolRegistry, chat_models: models.ChatModels)
     ctx = context_of(get_runtime(Context).context)
     counter = UsageCounter("replanner")
     model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
-    draft = draft_plan(model, conversation, counter.config(models.internal_call("replanner model")))
+    config = counter.config(models.internal_call("replanner model"))
+    draft = draft_plan(model, conversation, config, by="replanner")
     return revised(state, ctx, tools, start, draft, counter)
 
 
@@ -79,7 +80,7 @@ async def areplan(
         partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
     )
     config = counter.config(models.internal_call("replanner model"))
-    draft = await adraft_plan(model, conversation, config)
+    draft = await adraft_plan(model, conversation, config, by="replanner")
     return revised(state, ctx, tools, start, draft, counter)
 
 

@@ -13,7 +13,11 @@ from planexec.state import PlanDoc
 
 
 class StepEvent(TypedDict, total=False):
-    """A progress event the executor streams (``stream_mode="custom"``), e.g. ``step_started``."""
+    """A progress event a run streams (``stream_mode="custom"``), e.g. ``step_started``.
+
+    ``plan_step`` events come from the planner and replanner while their model writes: the
+    ``index``-th step as ``written`` (not yet validated), of attempt ``draft``, ``by`` a role.
+    """
 
     event: str
     step: int
@@ -23,6 +27,10 @@ class StepEvent(TypedDict, total=False):
     reason: str
     attempt: int
     at: float
+    by: str
+    draft: int
+    index: int
+    written: dict[str, Any]
 
 
 class ApprovalRequest(TypedDict, total=False):
