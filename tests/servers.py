@@ -54,7 +54,10 @@ def scratch_config(folder: Path) -> Path:
 
 @contextmanager
 def langgraph_dev(
-    log: Path, extra_env: dict[str, str] | None = None, config: Path | None = None
+    log: Path,
+    extra_env: dict[str, str] | None = None,
+    config: Path | None = None,
+    extra_args: list[str] | None = None,
 ) -> Iterator[str]:
     """Run ``langgraph dev`` on a free loopback port with no network calls; yield its URL.
 
@@ -86,6 +89,7 @@ def langgraph_dev(
                 str(port),
                 "--config",
                 str(config),
+                *(extra_args or []),
             ],
             cwd=log.parent,
             env=env,

@@ -18,6 +18,7 @@ raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar, copy_context
@@ -43,7 +44,7 @@ from langchain_core.tracers.context import tracing_v2_callback_var
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.runtime import Runtime
 from langsmith.run_helpers import tracing_context
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict
 
 from planexec.secrets import redact, secret_values
 
@@ -67,6 +68,11 @@ def watching(listener: PartialReply) -> Iterator[None]:
         yield
     finally:
         _watcher.reset(token)
+
+
+# Models whose server answered a streamed request with no chunk, by id (compared by identity:
+# an id reused by a new model does not match); planexec's model instances are cached.
+_cannot_stream: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def _joined(chunks: list[BaseMessage]) -> BaseMessage:
@@ -147,7 +153,6 @@ class ScrubbedChatModel(BaseChatModel):
     inner: Runnable[LanguageModelInput, BaseMessage]
     disable_streaming: bool = True
     model_config = ConfigDict(arbitrary_types_allowed=True)
-    _cannot_stream: bool = PrivateAttr(default=False)
 
     @classmethod
     def around(cls, model: BaseChatModel) -> ScrubbedChatModel:
@@ -216,7 +221,8 @@ class ScrubbedChatModel(BaseChatModel):
         without streaming, and from then on without streaming at all.
         """
         chunks: list[BaseMessage] = []
-        if not self._cannot_stream:
+        base = self._base() or self.inner
+        if _cannot_stream.get(id(base)) is not base:
             try:
                 for chunk in self.inner.stream(messages, {"callbacks": []}, **kwargs):
                     chunks.append(chunk)
@@ -224,7 +230,7 @@ class ScrubbedChatModel(BaseChatModel):
             except ValueError:  # langchain: "No generation chunks were returned"
                 if chunks:
                     raise
-                self._cannot_stream = True
+                _cannot_stream[id(base)] = base
         if chunks:
             return _joined(chunks)
         reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
@@ -236,7 +242,8 @@ class ScrubbedChatModel(BaseChatModel):
     ) -> BaseMessage:
         """Stream the raw reply (async), like :meth:`_streamed`."""
         chunks: list[BaseMessage] = []
-        if not self._cannot_stream:
+        base = self._base() or self.inner
+        if _cannot_stream.get(id(base)) is not base:
             try:
                 async for chunk in self.inner.astream(messages, {"callbacks": []}, **kwargs):
                     chunks.append(chunk)
@@ -244,7 +251,7 @@ class ScrubbedChatModel(BaseChatModel):
             except ValueError:  # langchain: "No generation chunks were returned"
                 if chunks:
                     raise
-                self._cannot_stream = True
+                _cannot_stream[id(base)] = base
         if chunks:
             return _joined(chunks)
         reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
