@@ -24,6 +24,9 @@ from planexec.storable import UnstorableValueError, text_size, to_storable
 MAX_PREVIEW_CHARS = 20_000
 """A step whose text is longer is not previewed (the approval still shows it)."""
 
+MAX_PREVIEW_STEPS = 1_000
+"""No more steps of one draft are previewed (a plan that long is refused anyway)."""
+
 
 # ijson's pure-Python backend: linear in the reply however it is chunked, and unlike its C
 # backend it reads integers beyond 64 bits (made text later, as state keeps them)
@@ -76,9 +79,19 @@ class PlanPreview:
         return chunk.content if isinstance(chunk.content, str) else ""
 
     def __call__(self, reply: BaseMessage) -> None:
-        """Feed a chunk of the reply to the parser; send the steps it completed."""
+        """Feed a chunk of the reply to the parser; send the steps it completed.
+
+        The preview never fails a drafting: whatever goes wrong here ends the preview only.
+        """
         if self.write is None:
             return
+        try:
+            self.feed(reply)
+        except Exception:  # a preview is a courtesy; the plan is what counts
+            self.write = None
+
+    def feed(self, reply: BaseMessage) -> None:
+        """Feed one chunk; send each step it completed (at most :data:`MAX_PREVIEW_STEPS`)."""
         added = self.plan_text(reply)
         try:
             self.parser.send(added.encode("utf-8", errors="replace"))
@@ -86,6 +99,9 @@ class PlanPreview:
             self.write = None  # not a plan in plain JSON: the approval shows what it was
         for step in self.found:
             self.sent += 1
+            if self.sent > MAX_PREVIEW_STEPS:
+                self.write = None
+                break
             shown = self.shown(step)
             if shown is not None and self.write is not None:
                 self.write(

@@ -142,3 +142,30 @@ def test_streamed_steps_are_scrubbed_and_storable(tmp_path, monkeypatch, chunk_c
     assert "sk-live" not in repr(events)
     assert shown[1]["args"]["text"] == "key [redacted]"
     assert shown[1]["args"]["n"] == str(10**30)  # beyond 64 bits: text, as state would keep it
+
+
+def test_a_failing_preview_never_fails_the_planner(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("preview bug")
+
+    monkeypatch.setattr("planexec.planpreview.redact", broken)
+    model = ScriptedChatModel(replies=[plan_reply(PLAN)], stream_chunk_chars=10)
+    graph = graph_with(model)
+    config = {"configurable": {"thread_id": "p"}}
+    events = list(graph.stream({"task": "t"}, config, stream_mode="custom"))
+    assert plan_steps(events) == []
+    assert graph.get_state(config).interrupts[0].value["plan"]["steps"][0]["id"] == 1
+
+
+def test_previews_stop_after_the_cap(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("planexec.planpreview.MAX_PREVIEW_STEPS", 2)
+    model = ScriptedChatModel(replies=[plan_reply(PLAN)], stream_chunk_chars=10)
+    events = list(
+        graph_with(model).stream(
+            {"task": "t"}, {"configurable": {"thread_id": "c"}}, stream_mode="custom"
+        )
+    )
+    assert [e["index"] for e in plan_steps(events)] == [1, 2]
