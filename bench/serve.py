@@ -6,7 +6,7 @@ it with approval ``never``, so a thread is one slow model call plus planexec's o
 Prints, for each ``--n-jobs-per-worker``, the wall time of ``--threads`` concurrent threads,
 threads/s, and p50/p95 of a thread's latency, with the ideal (latency × waves) beside it.
 
-    python -m bench.serve --threads 20 --jobs 10 20
+    python -m bench.serve --threads 20 --jobs 0 10 20    # 0: langgraph dev's default
 """
 
 from __future__ import annotations
@@ -99,7 +99,9 @@ def main() -> None:
     """Print one row per jobs-per-worker setting."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=20)
-    parser.add_argument("--jobs", type=int, nargs="+", default=[10, 20])
+    parser.add_argument(
+        "--jobs", type=int, nargs="+", default=[0, 10, 20], help="0: langgraph dev's default"
+    )
     parser.add_argument("--latency", type=float, default=1.5)
     args = parser.parse_args()
     model_url = slow_model_server(args.latency)
@@ -115,12 +117,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as scratch:
             env["PLANEXEC_WORKSPACE_ROOT"] = str(Path(scratch) / "runs")
             log = Path(scratch) / "server.log"
-            with langgraph_dev(log, env, extra_args=["--n-jobs-per-worker", str(jobs)]) as url:
+            flags = ["--n-jobs-per-worker", str(jobs)] if jobs else []
+            with langgraph_dev(log, env, extra_args=flags) as url:
                 wall, lat = asyncio.run(measure(url, args.threads))
         p95 = lat[min(len(lat) - 1, math.ceil(0.95 * len(lat)) - 1)]
-        ideal = args.latency * math.ceil(args.threads / jobs)
+        ideal = args.latency * math.ceil(args.threads / (jobs or 1))
         print(
-            f"| {jobs} | {wall:.2f} s | {args.threads / wall:.1f} | "
+            f"| {jobs or 'default'} | {wall:.2f} s | {args.threads / wall:.1f} | "
             f"{statistics.median(lat):.2f} s | {p95:.2f} s | {ideal:.1f} s |"
         )
 
