@@ -17,7 +17,7 @@ import ijson
 from langchain_core.messages import BaseMessage
 from langgraph.config import get_stream_writer
 
-from planexec.scrubbed import watching
+from planexec.replystream import watching
 from planexec.secrets import redact, secret_values
 from planexec.storable import UnstorableValueError, text_size, to_storable
 

@@ -8,138 +8,37 @@ and shows callbacks a stand-in run instead, whose inputs and outputs are scrubbe
 raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
 
 * :class:`ScrubbedChatModel` wraps a chat model (``models.load_chat_model`` returns every
-  model this way). It never streams tokens: a secret split across tokens could not be
-  recognised, so the ``messages`` stream gets each reply whole, scrubbed.
-* :class:`ToolRun` is the stand-in of one tool call (``execution.calls`` makes it); the real
-  call runs inside :func:`quiet` with :func:`quiet_config`, whose stream writer scrubs what
-  the tool itself writes to the ``custom`` stream.
+  model this way). It never streams tokens to callbacks: a secret split across tokens could
+  not be recognised, so the ``messages`` stream gets each reply whole, scrubbed (a plan's
+  steps are previewed whole, scrubbed, through :mod:`planexec.replystream`).
+* :class:`planexec.quiet.ToolRun` is the stand-in of one tool call (``execution.calls`` makes
+  it); the real call runs inside :func:`planexec.quiet.quiet` with ``quiet_config``, whose
+  stream writer scrubs what the tool itself writes to the ``custom`` stream.
 """
 
 from __future__ import annotations
 
-import contextlib
-import weakref
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar, copy_context
+from collections.abc import Sequence
+from contextvars import copy_context
 from typing import Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
-    BaseCallbackManager,
     CallbackManagerForLLMRun,
 )
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
-    BaseMessageChunk,
-    message_chunk_to_message,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult, LLMResult
-from langchain_core.runnables import Runnable, RunnableBinding, RunnableConfig, ensure_config
+from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tools import BaseTool
-from langchain_core.tracers.context import tracing_v2_callback_var
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME
-from langgraph.runtime import Runtime
-from langsmith.run_helpers import tracing_context
 from pydantic import ConfigDict
 
+from planexec.quiet import quiet, scrub_exception
+from planexec.replystream import PartialReply, astream_reply, current_watcher, stream_reply
 from planexec.secrets import redact, secret_values
-
-ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
-
-PartialReply = Callable[[BaseMessage], None]
-"""Called with each streamed chunk of a reply as it arrives (raw: not scrubbed)."""
-
-_watcher: ContextVar[PartialReply | None] = ContextVar("planexec_reply_watcher", default=None)
-
-
-@contextmanager
-def watching(listener: PartialReply) -> Iterator[None]:
-    """While inside, scrubbed models stream their wrapped model and show ``listener`` the reply.
-
-    The listener gets each raw chunk as it arrives: it must scrub what it passes on.
-    Callbacks, traces and ``messages`` streams still see only the whole scrubbed reply.
-    """
-    token = _watcher.set(listener)
-    try:
-        yield
-    finally:
-        _watcher.reset(token)
-
-
-# Models whose server answered a streamed request with no chunk, by id (compared by identity:
-# an id reused by a new model does not match); planexec's model instances are cached.
-_cannot_stream: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-
-
-def _joined(chunks: list[BaseMessage]) -> BaseMessage:
-    """Join a streamed reply's chunks in one merge (adding them one by one is quadratic)."""
-    first, rest = chunks[0], chunks[1:]
-    if isinstance(first, BaseMessageChunk) and rest:
-        first = first + rest  # a list: merged at once
-    if isinstance(first, BaseMessageChunk):
-        return message_chunk_to_message(first)
-    return first  # a model that cannot stream sends one whole message
-
-
-@contextmanager
-def quiet() -> Iterator[None]:
-    """Run the enclosed calls untraced: LangSmith tracing off, also under ``tracing_v2_enabled``.
-
-    Together with :func:`quiet_config` (no inherited callbacks) nothing reports these calls.
-    """
-    token = tracing_v2_callback_var.set(None)
-    try:
-        with tracing_context(enabled=False):
-            yield
-    finally:
-        tracing_v2_callback_var.reset(token)
-
-
-def quiet_config(secrets: list[str]) -> RunnableConfig:
-    """Config of a quiet call made inside a graph task: no callbacks, a scrubbing stream writer.
-
-    LangGraph keeps the task's runtime (and the ``get_stream_writer()`` it hands out) under a
-    private configurable key; there is no public way to give a nested call another writer.
-    """
-    config: RunnableConfig = {"callbacks": []}
-    configurable = dict(ensure_config().get("configurable") or {})
-    runtime = configurable.get(CONFIG_KEY_RUNTIME)
-    if isinstance(runtime, Runtime):
-        write = runtime.stream_writer
-
-        def scrubbed_write(chunk: Any) -> None:
-            write(redact(chunk, secrets))
-
-        configurable[CONFIG_KEY_RUNTIME] = runtime.override(stream_writer=scrubbed_write)
-        config["configurable"] = configurable
-    return config
-
-
-def observed(config: RunnableConfig | None = None) -> bool:
-    """Say whether any callback handler (a tracer, a stream) would see a call made here."""
-    callbacks = ensure_config(config).get("callbacks")
-    if isinstance(callbacks, BaseCallbackManager):
-        return bool(callbacks.handlers)
-    return bool(callbacks)
-
-
-def scrub_exception(exc: BaseException, secrets: list[str]) -> None:
-    """Scrub an exception's message (and its causes') in place, keeping its type."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        current.args = tuple(redact(arg, secrets) for arg in current.args)
-        for name in ERROR_TEXT_ATTRIBUTES:
-            value = getattr(current, name, None)
-            if isinstance(value, str):
-                with contextlib.suppress(AttributeError):  # a read-only property
-                    setattr(current, name, redact(value, secrets))
-        current = current.__cause__ or current.__context__
 
 
 class ScrubbedChatModel(BaseChatModel):
@@ -212,52 +111,6 @@ class ScrubbedChatModel(BaseChatModel):
         """Scrub the prompts, then generate (callbacks see the scrubbed prompts)."""
         return await super().agenerate([redact(m) for m in messages], *args, **kwargs)
 
-    def _streamed(
-        self, messages: list[BaseMessage], kwargs: dict[str, Any], watch: PartialReply
-    ) -> BaseMessage:
-        """Stream the raw reply, showing ``watch`` each chunk.
-
-        A server that cannot stream (a streamed request gives no chunk) is asked once more
-        without streaming, and from then on without streaming at all.
-        """
-        chunks: list[BaseMessage] = []
-        base = self._base() or self.inner
-        if _cannot_stream.get(id(base)) is not base:
-            try:
-                for chunk in self.inner.stream(messages, {"callbacks": []}, **kwargs):
-                    chunks.append(chunk)
-                    watch(chunk)
-            except ValueError:  # langchain: "No generation chunks were returned"
-                if chunks:
-                    raise
-                _cannot_stream[id(base)] = base
-        if chunks:
-            return _joined(chunks)
-        reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
-        watch(reply)
-        return reply
-
-    async def _astreamed(
-        self, messages: list[BaseMessage], kwargs: dict[str, Any], watch: PartialReply
-    ) -> BaseMessage:
-        """Stream the raw reply (async), like :meth:`_streamed`."""
-        chunks: list[BaseMessage] = []
-        base = self._base() or self.inner
-        if _cannot_stream.get(id(base)) is not base:
-            try:
-                async for chunk in self.inner.astream(messages, {"callbacks": []}, **kwargs):
-                    chunks.append(chunk)
-                    watch(chunk)
-            except ValueError:  # langchain: "No generation chunks were returned"
-                if chunks:
-                    raise
-                _cannot_stream[id(base)] = base
-        if chunks:
-            return _joined(chunks)
-        reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
-        watch(reply)
-        return reply
-
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -274,11 +127,13 @@ class ScrubbedChatModel(BaseChatModel):
         token = var_child_runnable_config.set(None)
         try:
             with quiet():
-                watcher = _watcher.get()
+                watcher = current_watcher()
                 if watcher is None:
                     reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
                 else:
-                    reply = self._streamed(messages, kwargs, lambda m: caller.run(watcher, m))
+                    reply = stream_reply(
+                        self.inner, self._base(), messages, kwargs, lambda m: caller.run(watcher, m)
+                    )
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise
@@ -302,13 +157,12 @@ class ScrubbedChatModel(BaseChatModel):
         token = var_child_runnable_config.set(None)
         try:
             with quiet():
-                watcher = _watcher.get()
+                watcher = current_watcher()
                 if watcher is None:
                     reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
                 else:
-                    reply = await self._astreamed(
-                        messages, kwargs, lambda m: caller.run(watcher, m)
-                    )
+                    watch: PartialReply = lambda m: caller.run(watcher, m)  # noqa: E731
+                    reply = await astream_reply(self.inner, self._base(), messages, kwargs, watch)
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise
@@ -321,31 +175,3 @@ def _scrubbed_result(reply: BaseMessage, secrets: list[str]) -> ChatResult:
     if not isinstance(reply, BaseMessage):
         reply = AIMessage(content=str(reply))
     return ChatResult(generations=[ChatGeneration(message=redact(reply, secrets))])
-
-
-class ToolRun(BaseTool):
-    """The stand-in callbacks see of one tool call: its name, and what ``work`` returns.
-
-    Invoke it with the call's scrubbed arguments; ``work`` makes the real call quietly and
-    returns a scrubbed result or raises an error with a scrubbed message.
-    """
-
-    work: Callable[[], Awaitable[Any]]
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    @classmethod
-    def of(cls, tool: BaseTool, work: Callable[[], Awaitable[Any]]) -> ToolRun:
-        """Make the stand-in of a call of ``tool``."""
-        return cls(
-            name=tool.name,
-            description=tool.description,
-            tags=tool.tags,
-            metadata=tool.metadata,
-            work=work,
-        )
-
-    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.work()
-
-    def _run(self, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("a ToolRun is awaited: use ainvoke")

@@ -14,9 +14,11 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
-from planexec import scrubbed, toolcalls
+from planexec import toolcalls
 from planexec.errors import ToolError, TransientToolError, is_transient
 from planexec.execution.round import round_secrets
+from planexec.quiet import ToolRun, observed, quiet_config
+from planexec.quiet import quiet as untraced
 from planexec.secrets import redact
 from planexec.storable import UnstorableValueError, to_storable
 from planexec.toolcalls import StepTimeout
@@ -39,19 +41,18 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
 
     async def work() -> Any:
         problem: tuple[str, bool] | None = None
-        with scrubbed.quiet():
-            quiet = scrubbed.quiet_config(secrets)
+        with untraced():
             try:
-                value = await toolcalls.call_tool(tool_, args, quiet)
+                value = await toolcalls.call_tool(tool_, args, quiet_config(secrets))
                 return redact(to_storable(value), secrets)
             except Exception as exc:  # reported as a scrubbed ToolFailed
                 problem = (redact(describe_error(exc), secrets), is_transient(exc))
         message, transient = problem  # raised here, outside the handler: no chained original
         raise (TransientToolFailed if transient else ToolFailed)(message)
 
-    if not scrubbed.observed(config):  # no tracer or stream handler: no stand-in run needed
+    if not observed(config):  # no tracer or stream handler: no stand-in run needed
         return await work()
-    return await scrubbed.ToolRun.of(tool_, work).ainvoke(redact(args, secrets), config)
+    return await ToolRun.of(tool_, work).ainvoke(redact(args, secrets), config)
 
 
 def describe_error(exc: BaseException) -> str:
