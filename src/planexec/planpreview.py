@@ -94,7 +94,8 @@ class PlanPreview:
         """Feed one chunk; send each step it completed (at most :data:`MAX_PREVIEW_STEPS`)."""
         added = self.plan_text(reply)
         try:
-            self.parser.send(added.encode("utf-8", errors="replace"))
+            if added:  # ijson takes an empty send for the end of the input
+                self.parser.send(added.encode("utf-8", errors="replace"))
         except (ijson.JSONError, ValueError, RecursionError, StopIteration):
             self.write = None  # not a plan in plain JSON: the approval shows what it was
         for step in self.found:

@@ -125,6 +125,7 @@ class ScriptedChatModel(BaseChatModel):
         """Stream the scripted reply: its text, then each tool call's arguments, in pieces."""
         whole = self._generate(messages, stop, None, **kwargs).generations[0].message
         size = self.stream_chunk_chars or 1
+        yield ChatGenerationChunk(message=AIMessageChunk(content=""))  # as providers start
         text = whole.content if isinstance(whole.content, str) else ""
         for start in range(0, len(text), size):
             yield ChatGenerationChunk(message=AIMessageChunk(content=text[start : start + size]))
