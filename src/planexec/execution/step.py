@@ -154,7 +154,7 @@ async def _attempt(
         "tags": [f"planexec:step:{sid}"],  # LangGraph's metadata already names the thread
         "metadata": {"planexec_step": sid, "planexec_plan_version": round_.plan["version"]},
     }
-    async with round_.slots():  # at most max_parallel_steps attempts at once
+    async with round_.slots.hold(sid):  # at most max_parallel_steps, longest chain first
         await round_.store.check()  # no attempt starts once checkpoint writes fail
         scope = CallScope(round_.run_id, sid, max(1, ctx.max_abandoned_calls))
         with use_workspace(round_.workspace), call_scope(scope):
