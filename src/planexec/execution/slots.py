@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import threading
 from collections.abc import AsyncIterator, Iterable
 from statistics import fmean
@@ -71,29 +72,33 @@ class SlotPool:
         self._expected: set[int] = set()
         self._reserved: set[int] = set()
         self._waiting: dict[int, asyncio.Future[None]] = {}
+        self._queue: list[tuple[Rank, int]] = []  # steps waiting or expected, best first
 
-    def _rank(self, sid: int) -> Rank:
-        return self._ranks.get(sid, (0.0, len(self._ranks) + sid))
+    def _line_up(self, sid: int) -> None:
+        rank = self._ranks.get(sid, (0.0, len(self._ranks) + sid))
+        heapq.heappush(self._queue, (rank, sid))
 
     def _dispatch(self) -> None:
         """Give free slots to the best steps waiting or expected (call with the lock held)."""
-        while self._free > 0:
-            candidates = [*self._waiting, *(self._expected - self._reserved)]
-            if not candidates:
-                return
-            best = min(candidates, key=self._rank)
-            self._free -= 1
+        while self._free > 0 and self._queue:
+            _, best = heapq.heappop(self._queue)
             if best in self._waiting:
                 fut = self._waiting.pop(best)
                 fut.get_loop().call_soon_threadsafe(_wake, fut)
-            else:
+            elif best in self._expected:
                 self._expected.discard(best)
                 self._reserved.add(best)
+            else:  # an entry left from before it was served or forgotten
+                continue
+            self._free -= 1
 
     def expect(self, sids: Iterable[int]) -> None:
         """Note that these steps are ready and will ask for a slot soon (from any thread)."""
         with self._lock:
-            self._expected.update(sids)
+            for sid in sids:
+                if sid not in self._expected and sid not in self._reserved:
+                    self._expected.add(sid)
+                    self._line_up(sid)
             self._dispatch()
 
     def forget(self, sid: int) -> None:
@@ -129,6 +134,7 @@ class SlotPool:
             self._expected.discard(sid)
             fut = asyncio.get_running_loop().create_future()
             self._waiting[sid] = fut
+            self._line_up(sid)
             self._dispatch()
         try:
             await fut
