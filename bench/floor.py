@@ -6,15 +6,19 @@ once ("bare"), or calls the same zero-latency LangChain tool a planexec step cal
 what a step cannot avoid, the tool's own invocation and callbacks).
 Both are measured as marginal cost: (time of a 220-step run - time of a 20-step run) / 200,
 best of 7 (fixed per-run costs cancel out; noise on a shared machine only adds time).
-``--cpu`` measures the process's CPU time (all threads) instead of wall time: on a busy
-machine it moves far less between runs.
-Run: python bench/floor.py [--cpu]
+``--cpu`` measures the process's CPU time (all threads) instead of wall time. ``--calls``
+counts Python function calls per step instead (async, in-memory, the event loop's thread only:
+a planexec tool call runs on a worker thread and is not counted): a deterministic measure that
+does not move with the machine's load.
+Run: python bench/floor.py [--cpu | --calls]
 """
 
 from __future__ import annotations
 
 import asyncio
+import cProfile
 import operator
+import pstats
 import sys
 import time
 import uuid
@@ -25,11 +29,11 @@ from typing import Annotated, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import overhead
-from common import table, wait, wait_sync
+from common import TOOLS, build_graph, context, table, wait, wait_sync
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.func import task
 from langgraph.graph import StateGraph
-from overhead import RUNS, SIZES, async_ms, marginal_ms, sync_ms, tmp_db
+from overhead import RUNS, SIZES, async_ms, marginal_ms, prepare, sync_ms, tmp_db
 from typing_extensions import TypedDict
 
 from planexec.persistence import async_sqlite_saver, sqlite_saver
@@ -112,6 +116,44 @@ async def floor_async_ms(saver: Any, step: Any) -> float:
     return marginal_ms({n: min([await timed(n) for _ in range(RUNS)]) for n in SIZES})
 
 
+async def calls_per_step(run: Any) -> float:
+    """Marginal Python function calls per step of ``run(n)`` (cProfile, this thread)."""
+    counted = {}
+    for n in SIZES:
+        await run(n)  # warm: imports and caches are not per step
+        profile = cProfile.Profile()
+        profile.enable()
+        await run(n)
+        profile.disable()
+        counted[n] = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    small, large = SIZES
+    return (counted[large] - counted[small]) / (large - small)
+
+
+async def count_calls() -> None:
+    """Print function calls per step: planexec against both floors."""
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+
+    async def ours(n: int) -> None:
+        task, config, _ = prepare(n)
+        await graph.ainvoke(task, config, context=context(max_parallel_steps=8))
+
+    def floor_run(step: Any) -> Any:
+        floor = floor_graph(asteps_node(step), InMemorySaver())
+
+        async def run(n: int) -> None:
+            await floor.ainvoke({"n": n}, config())
+
+        return run
+
+    rows = [
+        ["planexec", f"{await calls_per_step(ours):.0f}"],
+        ["bare @task", f"{await calls_per_step(floor_run(anoop_step)):.0f}"],
+        ["@task + tool call", f"{await calls_per_step(floor_run(atool_step)):.0f}"],
+    ]
+    print(table("Python function calls per step (async, in-memory)", ["graph", "calls"], rows))
+
+
 def row(name: str, call: str, ours: float, bare: float, tool: float) -> list[str]:
     """One line of the table: planexec's ms/step, each floor's, and the ratios."""
     return [
@@ -167,4 +209,4 @@ async def main() -> None:
 if __name__ == "__main__":
     if "--cpu" in sys.argv:
         overhead.CLOCK = time.process_time
-    asyncio.run(main())
+    asyncio.run(count_calls() if "--calls" in sys.argv else main())

@@ -20,11 +20,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import aseed, build_graph, context, critical_path, random_dag, table
+from common import build_graph, context, critical_path, random_dag, table
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from planexec.execution import round as execution_round
+from planexec.runs import Runs, new_run
 from planexec.tools import ToolRegistry
 
 
@@ -48,7 +49,8 @@ async def one_run(plan: dict[str, Any], slots: int) -> tuple[float, list[float]]
     """Run the plan; return (makespan, waits after the last dependency ended)."""
     graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
     ctx = context(max_parallel_steps=slots)
-    config = await aseed(graph, plan, ctx)
+    runs = Runs(graph.checkpointer, tools=TOOLS, approval="never")
+    config = await runs.aseed(new_run(plan=plan, context=ctx, tools=TOOLS))
     out = await graph.ainvoke(None, config, context=ctx)
     assert out["final"]["status"] == "succeeded", out["final"]
     times = {int(k): v["output"] for k, v in out["steps"].items()}
