@@ -119,7 +119,8 @@ class SlotPool:
         finally:
             # released on the loop's next turn: a step that just ended publishes its outcome
             # first (no await in between), so its dependents can compete for its slot
-            asyncio.get_running_loop().call_soon(self._release)
+            with contextlib.suppress(RuntimeError):  # a closing loop: nobody will ask
+                asyncio.get_running_loop().call_soon(self._release)
 
     def _release(self) -> None:
         with self._lock:
