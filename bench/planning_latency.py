@@ -6,9 +6,9 @@ planner writes the sales plan (6 steps, the data tools on the shipped sales.csv)
 random DAG (``wait`` steps of 10-60 ms, 10% of 150-300 ms), each in the full format (ids,
 dependencies, descriptions written out) and in the compact one the planner is now asked for.
 For approval ``never`` and ``first`` (approved at once, as a script would), it prints: the
-plan's output tokens, time to the first step shown (not measured yet: the plan does not stream
-to the stream yet), time to the first tool call (the first ``step_started`` event), and wall
-time to the final result.
+plan's output tokens, time to the first step shown (the first ``plan_step`` event, as the plan
+streams), time to the first tool call (the first ``step_started`` event), and wall time to the
+final result.
 Run: python bench/planning_latency.py
 """
 
@@ -88,8 +88,9 @@ def answer(plan: dict[str, Any]) -> Any:
     return reply
 
 
-async def timed_run(graph: Any, approval: str) -> tuple[float, float, dict[str, Any]]:
-    """Run a task to its end; return (seconds to the first tool call, wall seconds, result)."""
+async def timed_run(graph: Any, approval: str) -> tuple[float, float, float, dict[str, Any]]:
+    """Run a task to its end; return seconds to the first step shown (a ``plan_step``
+    event), to the first tool call (a ``step_started`` event), wall seconds, and the result."""
     ctx = Context(
         planner_model="openai:bench-planner",
         executor_model="openai:bench-executor",
@@ -97,18 +98,20 @@ async def timed_run(graph: Any, approval: str) -> tuple[float, float, dict[str, 
         approval=approval,  # type: ignore[arg-type]
     )
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    started, first_tool = time.perf_counter(), float("nan")
+    started, first_shown, first_tool = time.perf_counter(), float("nan"), float("nan")
     command: Any = {"task": "do the planned work"}
     while True:
         async for mode, chunk in graph.astream(
             command, config, context=ctx, stream_mode=["custom", "updates"]
         ):
-            is_start = mode == "custom" and chunk.get("event") == "step_started"
-            if is_start and first_tool != first_tool:  # NaN: not seen yet
+            event = chunk.get("event") if mode == "custom" else None
+            if event == "plan_step" and first_shown != first_shown:  # NaN: not seen yet
+                first_shown = time.perf_counter() - started
+            if event == "step_started" and first_tool != first_tool:
                 first_tool = time.perf_counter() - started
         state = await graph.aget_state(config)
         if not state.interrupts:
-            return first_tool, time.perf_counter() - started, state.values
+            return first_shown, first_tool, time.perf_counter() - started, state.values
         command = Command(resume={"action": "approve"})  # approved at once, as a script would
 
 
@@ -134,7 +137,7 @@ async def main() -> None:
             with serve(answer(plan), PACE) as (url, _):
                 os.environ.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="local-not-secret")
                 for approval in ("never", "first"):
-                    first_tool, wall, values = await timed_run(graph, approval)
+                    first_shown, first_tool, wall, values = await timed_run(graph, approval)
                     status = values["final"]["status"]
                     rows.append(
                         [
@@ -143,7 +146,7 @@ async def main() -> None:
                             approval,
                             tokens,
                             f"{tokens / len(plan['steps']):.1f}",
-                            "-",
+                            f"{first_shown:.2f}",
                             f"{first_tool:.2f}",
                             f"{wall:.2f}",
                             status,
