@@ -146,7 +146,7 @@ async def main() -> None:
                             approval,
                             tokens,
                             f"{tokens / len(plan['steps']):.1f}",
-                            f"{first_shown:.2f}",
+                            "-" if first_shown != first_shown else f"{first_shown:.2f}",
                             f"{first_tool:.2f}",
                             f"{wall:.2f}",
                             status,
