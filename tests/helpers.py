@@ -55,8 +55,17 @@ def plan_of(*steps: dict[str, Any], goal: str = "test goal") -> dict[str, Any]:
 
 
 def sales_plan() -> dict[str, Any]:
-    """The recorded sales-analysis plan of the examples."""
-    return json.loads((EXAMPLES / "sales_plan.json").read_text())
+    """The recorded sales-analysis plan of the examples, written out in the full format.
+
+    The file is in the compact format a planner writes; this is the plan as state keeps it
+    (what a reviewer edits).
+    """
+    from planexec.plan import to_doc, validate_plan
+    from planexec.tools import default_registry
+
+    compact = json.loads((EXAMPLES / "sales_plan.json").read_text())
+    doc = to_doc(validate_plan(compact, default_registry(), max_steps=50), version=1)
+    return {"goal": doc["goal"], "steps": doc["steps"]}
 
 
 def thread() -> dict[str, Any]:

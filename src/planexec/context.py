@@ -112,8 +112,12 @@ class Context:
     max_replans: Annotated[Count, Field(le=MAX_REPLANS)] = field(
         default=2, metadata={"description": f"Most plan revisions a run (0-{MAX_REPLANS})."}
     )
-    max_parallel_steps: Positive = field(
-        default=4, metadata={"description": "Most steps running at the same time."}
+    max_parallel_steps: Positive = field(  # 8: no slower than unlimited on 30-step DAGs
+        default=8,
+        metadata={
+            "description": "Most steps running at the same time (tool calls, model calls); "
+            "free slots go to the step with the longest chain of dependents."
+        },
     )
     step_timeout: Annotated[Seconds, Field(gt=0)] = field(
         default=120.0, metadata={"description": "Seconds one attempt of a step may take."}

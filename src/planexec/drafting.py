@@ -20,6 +20,7 @@ from langchain_core.utils.json import parse_json_markdown
 
 from planexec import prompts
 from planexec.plan import Plan, PlanValidationError, validate_plan
+from planexec.plan_format import CompactPlan
 from planexec.planpreview import PlanPreview
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
@@ -110,7 +111,7 @@ def draft_plan(
     ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s). The
     steps stream as ``plan_step`` events while the model writes them (:class:`PlanPreview`).
     """
-    bound = model.bind_tools([Plan], tool_choice="Plan")
+    bound = model.bind_tools([CompactPlan], tool_choice="Plan")
     try:
         messages = next(conversation)
         for attempt in itertools.count(1):
@@ -130,7 +131,7 @@ async def adraft_plan(
     by: str = "planner",
 ) -> Draft:
     """Hold a drafting conversation with ``model`` through its async API (``ainvoke``)."""
-    bound = model.bind_tools([Plan], tool_choice="Plan")
+    bound = model.bind_tools([CompactPlan], tool_choice="Plan")
     try:
         messages = next(conversation)
         for attempt in itertools.count(1):

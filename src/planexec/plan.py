@@ -13,9 +13,11 @@ from collections.abc import Collection
 from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planexec.plan_checks import check_step
+from planexec.plan_checks import check_step, tool_summary
+from planexec.plan_format import expand
+from planexec.references import iter_references
 from planexec.state import PlanDoc, StepDoc
 from planexec.storable import INT_MAX, UnstorableValueError, to_storable
 
@@ -45,16 +47,34 @@ class Step(BaseModel):
     args: dict[str, Any] = Field(
         default_factory=dict,
         description='Arguments of the tool. "$N" stands for step N\'s whole output and '
-        '"$N.field" for one field of it, also inside longer strings. Only refer to steps '
-        "listed in depends_on.",
+        '"$N.field" for one field of it, also inside longer strings; step N is then a '
+        "dependency.",
     )
-    description: str = Field(description="What the step does and why.")
+    description: str = Field(
+        default="",
+        description="What the step does and why (a tool step without one is described by "
+        "its tool).",
+    )
     depends_on: list[StepId] = Field(
-        default_factory=list, description="Ids of the steps that must succeed first."
+        default_factory=list,
+        description="Ids of the steps that must succeed first (the steps its arguments refer "
+        "to are added).",
     )
     expected_output: str = Field(
         default="", description="What the step should produce, to check its result against."
     )
+
+    @model_validator(mode="after")
+    def _referenced_steps_are_dependencies(self) -> Step:
+        """Add the steps the arguments refer to (``$N``) to ``depends_on``.
+
+        A step whose dependencies already name every referenced step keeps them as given
+        (its content, hence its digest, does not change); otherwise they become sorted.
+        """
+        refs = {ref for ref, _ in iter_references(self.args) if 1 <= ref <= INT_MAX}
+        if not refs <= set(self.depends_on):
+            self.depends_on = sorted(refs | set(self.depends_on))
+        return self
 
 
 class Plan(BaseModel):
@@ -75,12 +95,13 @@ class PlanValidationError(ValueError):
         super().__init__("invalid plan: " + "; ".join(errors))
 
 
-def _parse(data: Any) -> Plan:
+def _parse(data: Any, first_id: int = 1) -> Plan:
     """Read a plan from JSON text or data made storable (:func:`planexec.storable.to_storable`).
 
     Text is cleaned (NUL and lone surrogates replaced), integers beyond 64 bits become text (so
     validation reports them where a number is expected), NaN becomes null; a value nested too
-    deep, or that is not JSON-like at all, makes the plan invalid.
+    deep, or that is not JSON-like at all, makes the plan invalid. Compact steps are written
+    out in full, ids implied by position starting at ``first_id``.
     """
     if isinstance(data, str):
         try:
@@ -91,13 +112,16 @@ def _parse(data: Any) -> Plan:
         data = to_storable(data)
     except (UnstorableValueError, TypeError, ValueError, RecursionError) as exc:
         raise PlanValidationError([f"not JSON data: {exc}"]) from None
+    data, problems = expand(data, first_id)
     try:
-        return Plan.model_validate(data)
+        plan = Plan.model_validate(data)
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
-        raise PlanValidationError(
-            [f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in errors]
-        ) from None
+        problems += [f"{'.'.join(str(p) for p in e['loc']) or 'plan'}: {e['msg']}" for e in errors]
+        raise PlanValidationError(problems) from None
+    if problems:
+        raise PlanValidationError(problems)
+    return plan
 
 
 def validate_plan(
@@ -110,9 +134,10 @@ def validate_plan(
     """Parse and check a plan; raise ``PlanValidationError`` listing every problem.
 
     ``kept`` names steps that already succeeded in an earlier revision: they are part of
-    the plan but are not run again.
+    the plan but are not run again, and ids implied by position start after them. The plan
+    returned is complete: a tool step without a description gets its tool's.
     """
-    plan = _parse(data)
+    plan = _parse(data, first_id=max(kept, default=0) + 1)
     errors: list[str] = []
     if len(plan.steps) > max_steps:
         errors.append(f"plan has {len(plan.steps)} steps; at most {max_steps} are allowed")
@@ -132,6 +157,9 @@ def validate_plan(
             errors.append(f"dependency cycle: {' -> '.join(str(n) for n in exc.args[1])}")
     if errors:
         raise PlanValidationError(errors)
+    for step in plan.steps:
+        if step.tool is not None and not step.description.strip():
+            step.description = tool_summary(step.tool, tools)
     return plan
 
 

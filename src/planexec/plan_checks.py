@@ -1,5 +1,8 @@
 """Checks of one proposed step: its tool and arguments, the tools it lists, what it refers to.
 
+A tool-less step needs a description (it is the executor model's instructions); a tool step
+without one is described by :func:`tool_summary`.
+
 :func:`planexec.plan.validate_plan` runs them on every step and reports every problem found.
 """
 
@@ -26,18 +29,31 @@ def check_step(step: Step, tools: ToolRegistry, known: set[int]) -> list[str]:
         )
     elif step.tool is not None:
         errors.extend(_check_args(step, step.tool, tools))
+    elif not step.description.strip():
+        errors.append(
+            f"step {step.id}: a step with no tool needs a description (the executor "
+            "model's instructions)"
+        )
     errors.extend(_check_step_tools(step, tools))
+    refs = {ref for ref, _ in iter_references(step.args)}
     for dep in step.depends_on:
         if dep == step.id:
             errors.append(f"step {step.id} depends on itself")
+        elif dep in refs and dep not in known:
+            errors.append(f"step {step.id} refers to ${dep}, but there is no step {dep}")
         elif dep not in known:
             errors.append(f"step {step.id} depends on unknown step {dep}")
-    for ref, _ in iter_references(step.args):
-        if ref not in step.depends_on:
-            errors.append(
-                f"step {step.id} refers to ${ref} but does not list step {ref} in depends_on"
-            )
+    for ref in sorted(refs - set(step.depends_on)):  # beyond 64 bits: never a step id
+        errors.append(f"step {step.id} refers to ${ref}, but there is no step {ref}")
     return errors
+
+
+def tool_summary(tool: str, tools: ToolRegistry, limit: int = 160) -> str:
+    """Describe a tool step that has no description: its tool and what the tool does."""
+    about = " ".join((tools.get(tool).description or "").split())
+    first = about.split(". ")[0].rstrip(".")
+    text = f"{tool}: {first}" if first else tool
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:

@@ -5,17 +5,30 @@ executor will run after a human approves it. Never carry out anything yourself: 
 by calling the Plan tool.
 
 Rules:
-- Each step calls exactly one of the tools below, with arguments that fit its JSON schema, or \
-has "tool": null when the executor model must do it itself (summarising, writing prose); such a \
-step may call only the tools in its "tools" list (default none): list only what it needs.
-- Use the smallest meaningful steps, and at most {max_steps} of them. Step ids are unique \
-positive integers.
-- depends_on lists the steps whose results a step needs. Steps that do not depend on each \
-other run in parallel, so add no needless dependencies.
+- Write steps compactly, in order: step N is the N-th step. A tool step is \
+{{"<tool>": {{<arguments>}}}}, with arguments that fit the tool's JSON schema; leave out \
+arguments whose default is right.
+- A step the executor model must do itself (summarising, writing prose) has no tool key: \
+{{"description": "<what to write>", "args": {{...}}, "tools": [...]}}; it may call only the \
+tools in its "tools" list (default none): list only what it needs.
 - Pass results by reference: "$N" is step N's whole output, "$N.field" one field of it; both \
-work inside longer strings. Refer only to steps listed in depends_on.
+work inside longer strings. A reference makes the step wait for step N; add \
+"depends_on": [N] only when a step must wait for a step it does not refer to. Steps that do \
+not wait for each other run in parallel, so add no needless dependencies.
+- Optional on tool steps: "description" when the tool call alone does not say why, and \
+"expected_output" when the result can be checked against something concrete. Keep them short.
+- Use the smallest meaningful steps, and at most {max_steps} of them.
 - File paths are relative to the workspace folder; nothing outside it can be read or written.
-- expected_output says concretely what the step must produce, so it can be checked.
+
+Example:
+{{"goal": "Chart monthly revenue of data.csv", "steps": [
+ {{"load_csv": {{"path": "data.csv"}}}},
+ {{"calculate_stats": {{"dataset": "$1.dataset", "value_column": "revenue", \
+"date_column": "date"}}}},
+ {{"generate_chart": {{"kind": "line", "data": "$2.by_period", "x": "period", "y": "value", \
+"output_path": "output/revenue.png"}}, "expected_output": "output/revenue.png"}},
+ {{"description": "Two sentences on the revenue trend", "args": {{"stats": "$2"}}}}]}}
+(The example's tools may not be yours: use only the tools below.)
 
 Tools:
 {tools}"""
@@ -49,9 +62,10 @@ to their outputs ("$N", "$N.field"):
 Steps that failed or were skipped:
 {failed}
 
-Call the Plan tool with only the remaining work: new steps whose ids are greater than \
-{max_id}, working around the failures (other arguments, other tools, other files). Do not \
-repeat a step that failed in the same way."""
+Call the Plan tool with only the remaining work, working around the failures (other \
+arguments, other tools, other files). Your steps are numbered on after the kept steps: your \
+first step is step {first_id}, the next {second_id}, and so on. Do not repeat a step that \
+failed in the same way."""
 
 EXECUTOR_SYSTEM = """You are the executor of planexec. Carry out exactly one step of an \
 approved plan and reply with its result, as concise as the step allows. You may call only the \

@@ -82,7 +82,8 @@ def replanner_messages(
                 goal=plan["goal"],
                 kept=kept_text,
                 failed=failed_text,
-                max_id=max(s["id"] for s in plan["steps"]),
+                first_id=max(kept_ids, default=0) + 1,  # ids implied by position start there
+                second_id=max(kept_ids, default=0) + 2,
             )
         ),
     ]

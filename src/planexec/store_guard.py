@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -174,16 +175,46 @@ def failed_saves_of(config: RunnableConfig) -> Callable[[], BaseException | None
     if not isinstance(background, dict):
         return None
 
-    def failed() -> BaseException | None:
+    return FailedSaves(background)
+
+
+class FailedSaves:
+    """A check for a failed background save that looks at each save once, not at every call.
+
+    Called before every step while hundreds of saves may be pending: each future is given a
+    done callback when first seen (the newest first, up to one seen before: LangGraph's dict
+    keeps insertion order), so a call costs only the saves submitted since the last one.
+    """
+
+    def __init__(self, background: dict[Any, tuple[bool, bool]]) -> None:
+        """Watch LangGraph's dict of background save futures (and their flags)."""
+        self._background = background
+        self._watched: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._error: BaseException | None = None
+
+    def __call__(self) -> BaseException | None:
+        """Return the error of a save that failed (and is re-raised at the run's end), if any."""
+        if self._error is not None:
+            return self._error
         try:
-            pending = list(background.items())  # a copy: other threads update it
+            keys = list(self._background)  # a copy: other threads update it
         except RuntimeError:  # changed while copied: look again at the next step
             return None
-        for fut, flags in pending:
-            reraised = isinstance(flags, tuple) and len(flags) == 2 and flags[1]
-            if reraised and fut.done() and not fut.cancelled() and fut.exception() is not None:
-                error: BaseException = fut.exception()
-                return error
-        return None
+        for fut in reversed(keys):
+            try:
+                if fut in self._watched:
+                    break  # this one and every older one are watched already
+                self._watched.add(fut)
+            except TypeError:  # not weakly referenceable: look at it every time
+                pass
+            flags = self._background.get(fut)
+            if isinstance(flags, tuple) and len(flags) == 2 and flags[1]:
+                if fut.done():
+                    self._record(fut)
+                else:
+                    fut.add_done_callback(self._record)
+        return self._error
 
-    return failed
+    def _record(self, fut: Any) -> None:
+        if self._error is None and not fut.cancelled() and fut.exception() is not None:
+            self._error = fut.exception()

@@ -41,11 +41,11 @@ def test_invalid_edit_is_refused_and_asked_again_with_nothing_lost(graph, use_mo
     use_models(planner=scripted(plan_reply(first_plan())))
     config = thread()
     asked = start(graph, ctx, config)
-    bad = plan_of(step(1, "no_such_tool"), step(2, "echo", {"text": "$1"}))
+    bad = plan_of(step(1, "no_such_tool"), step(2, "echo", {"text": "$3"}))
     out = graph.invoke(Command(resume={"action": "edit", "plan": bad}), config, context=ctx())
     again = out["__interrupt__"][0].value
     assert "unknown tool 'no_such_tool'" in again["error"]
-    assert "does not list step 1" in again["error"]
+    assert "refers to $3, but there is no step 3" in again["error"]
     assert again["plan"] == asked["plan"]
     assert graph.get_state(config).next == ("approval",)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())

@@ -3,9 +3,6 @@ OpenAI-compatible server (what Ollama, vLLM or llama.cpp provide), found by OPEN
 
 from __future__ import annotations
 
-import http.server
-import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -15,7 +12,7 @@ from langgraph.types import Command
 from planexec import Context, build_graph
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, step, thread
-from tests.servers import free_port
+from tests.openai_server import serve, tool_call_message
 
 PLAN = plan_of(
     step(1, "echo", {"text": "from a local server"}),
@@ -28,97 +25,24 @@ VERDICTS = {
 }
 
 
-def tool_call_message(name: str, args: dict) -> dict:
-    call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}
-    call["function"]["arguments"] = json.dumps(args)
-    return {"role": "assistant", "content": None, "tool_calls": [call]}
+def answer(body: dict) -> dict:
+    """The planner gets PLAN, the judge VERDICTS, an executor model a sentence."""
+    choice = body.get("tool_choice")
+    offered = {t["function"]["name"] for t in body.get("tools", [])}
+    if isinstance(choice, dict) and choice["function"]["name"] == "Plan":
+        return tool_call_message("Plan", PLAN)
+    if choice == "required" and offered == {"Verdicts"}:  # the judge
+        return tool_call_message("Verdicts", VERDICTS)
+    return {"role": "assistant", "content": "The text came from a local server."}
 
 
 @pytest.fixture
 def openai_server() -> Iterator[tuple[str, list[dict]]]:
-    requests: list[dict] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-            requests.append({"path": self.path, "auth": self.headers.get("authorization"), **body})
-            choice = body.get("tool_choice")
-            offered = {t["function"]["name"] for t in body.get("tools", [])}
-            if isinstance(choice, dict) and choice["function"]["name"] == "Plan":
-                message = tool_call_message("Plan", PLAN)
-            elif choice == "required" and offered == {"Verdicts"}:  # the judge
-                message = tool_call_message("Verdicts", VERDICTS)
-            else:
-                message = {"role": "assistant", "content": "The text came from a local server."}
-            reply = {
-                "id": "cmpl-1",
-                "object": "chat.completion",
-                "created": 0,
-                "model": body["model"],
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": message,
-                        "finish_reason": "tool_calls" if "tool_calls" in message else "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168},
-            }
-            if body.get("stream") and not body["model"].startswith("nostream-"):
-                return self.stream(reply, body)
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def stream(self, reply: dict, body: dict) -> None:
-            """Send the reply as server-sent events, tool-call arguments in 16-char pieces."""
-            message, head = reply["choices"][0]["message"], {**reply, "choices": None}
-            head["object"] = "chat.completion.chunk"
-            head.pop("usage")
-            deltas: list[dict] = [{"role": "assistant", "content": message.get("content")}]
-            for i, call in enumerate(message.get("tool_calls") or []):
-                args = call["function"]["arguments"]
-                first = {"index": i, "id": call["id"], "type": "function"}
-                deltas.append(
-                    {
-                        "tool_calls": [
-                            {
-                                **first,
-                                "function": {"name": call["function"]["name"], "arguments": ""},
-                            }
-                        ]
-                    }
-                )
-                for at in range(0, len(args), 16):
-                    piece = {"index": i, "function": {"arguments": args[at : at + 16]}}
-                    deltas.append({"tool_calls": [piece]})
-            events = [
-                {**head, "choices": [{"index": 0, "delta": d, "finish_reason": None}]}
-                for d in deltas
-            ]
-            finish = reply["choices"][0]["finish_reason"]
-            events.append({**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-            if (body.get("stream_options") or {}).get("include_usage"):
-                events.append({**head, "choices": [], "usage": reply["usage"]})
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.end_headers()
-            for event in events:
-                self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1", requests
-    finally:
-        server.shutdown()
+    with serve(answer, refuses_stream=lambda body: body["model"].startswith("nostream-")) as (
+        url,
+        requests,
+    ):
+        yield url, requests
 
 
 def test_openai_models_through_a_local_compatible_server(openai_server, monkeypatch, workspace):

@@ -40,7 +40,7 @@ def test_a_valid_plan_parses(tools):
             [step(1, "echo", {"text": "a"}, [2]), step(2, "echo", {"text": "b"}, [1])],
             "dependency cycle",
         ),
-        ([step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "$1"})], "does not list step 1"),
+        ([step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "$3"})], "no step 3"),
         ([step(1, "echo", {"txt": "a"})], "has no argument 'txt'"),
         ([step(1, "echo", {})], "text: Field required"),
         ([step(1, "sleep_for", {"seconds": "soon"})], "seconds"),

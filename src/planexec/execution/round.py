@@ -8,7 +8,6 @@ secrets to scrub) reaches them through :func:`current_round`, set by the executo
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import threading
@@ -21,6 +20,7 @@ from langgraph.runtime import get_runtime
 from planexec.context import Context, context_of
 from planexec.execution.outcomes import earlier_outcome
 from planexec.execution.scheduling import DependencyGate, StepLoop
+from planexec.execution.slots import SlotPool, chain_ranks
 from planexec.models import ChatModels
 from planexec.outputs import OutputStore
 from planexec.plandoc import plan_of, topological_order
@@ -44,18 +44,13 @@ class ExecutionRound:
     outputs: OutputStore
     run_id: str
     gate: DependencyGate
+    slots: SlotPool
+    """At most ``max_parallel_steps`` attempts at once, the longest chain first."""
     secrets: list[str] = field(default_factory=secret_values)
     store: StoreGuard = field(default_factory=StoreGuard.disabled)
     chat_models: ChatModels = field(default_factory=ChatModels)
-    _slots: asyncio.Semaphore | None = field(default=None, init=False)
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-
-    def slots(self) -> asyncio.Semaphore:
-        """Return the limit on steps running at once (steps of a round share one event loop)."""
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(max(1, self.context.max_parallel_steps))
-        return self._slots
 
     def steps_loop(self) -> StepLoop:
         """Return the event loop thread that runs this round's steps for sync callers."""
@@ -90,6 +85,14 @@ def open_round(
     current = current_records(plan, state.get("steps") or {})
     records = {s["id"]: current[record_key(s["id"])] for s in plan["steps"]}
     earlier = {sid: earlier_outcome(sid, rec) for sid, rec in records.items()}
+    order = topological_order(plan["steps"])
+    to_run = [s for s in order if records[s["id"]]["status"] == "pending"]
+    slots = SlotPool(context.max_parallel_steps, chain_ranks(to_run, tools))
+    gate = DependencyGate(
+        {sid: done for sid, done in earlier.items() if done is not None},
+        to_run={s["id"]: s["depends_on"] for s in to_run},
+        slots=slots,
+    )
     round_ = ExecutionRound(
         plan=plan,
         tools=tools,
@@ -97,12 +100,12 @@ def open_round(
         workspace=sandbox.for_run(context, config),
         outputs=sandbox.output_store(),
         run_id=str(config.get("configurable", {}).get("thread_id", "run")),
-        gate=DependencyGate({sid: done for sid, done in earlier.items() if done is not None}),
+        gate=gate,
+        slots=slots,
         store=StoreGuard.of(config, asynchronous=asynchronous),
         chat_models=chat_models,
     )
-    order = topological_order(plan["steps"])
-    return round_, [s for s in order if records[s["id"]]["status"] == "pending"]
+    return round_, to_run
 
 
 _ROUND: contextvars.ContextVar[ExecutionRound] = contextvars.ContextVar("planexec_round")

@@ -2,7 +2,9 @@
 
 The executor node calls one durable task per step, up front and in plan order (so a resumed run
 maps finished tasks back to the same steps); each task then waits at the :class:`DependencyGate`
-for the steps it depends on, so a step starts as soon as its own dependencies are done. Under a
+for the steps it depends on, so a step starts as soon as its own dependencies are done, and
+then for one of the round's :class:`~planexec.execution.slots.SlotPool` slots (the gate tells
+the pool which steps just became ready, so a free slot goes to the most urgent of them). Under a
 sync ``invoke`` the tasks run on LangGraph's threads and hand their step to one
 :class:`StepLoop` per round, where every step of the round shares one event loop.
 """
@@ -13,10 +15,11 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from planexec.execution.outcomes import StepOutcome
+from planexec.execution.slots import SlotPool
 
 
 # Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and
@@ -24,19 +27,46 @@ from planexec.execution.outcomes import StepOutcome
 class DependencyGate:
     """Outcomes of finished steps, awaitable from any event loop, published from any thread."""
 
-    def __init__(self, known: dict[int, StepOutcome]) -> None:
-        """Start with the outcomes of steps finished in earlier rounds."""
+    def __init__(
+        self,
+        known: dict[int, StepOutcome],
+        to_run: Mapping[int, Sequence[int]] | None = None,
+        slots: SlotPool | None = None,
+    ) -> None:
+        """Start with the outcomes of steps finished in earlier rounds.
+
+        ``to_run`` maps the steps of this round to their dependencies: ``slots`` is told when
+        all of a step's are done (at once, or when the last one is published), and when a
+        step is published (it will not ask for a slot any more, e.g. a replayed one).
+        """
         self._outcomes = dict(known)
         self._lock = threading.Lock()
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        self._slots = slots
+        self._missing: dict[int, set[int]] = {}
+        self._dependents: dict[int, list[int]] = {}
+        for sid, deps in (to_run or {}).items():
+            self._missing[sid] = {d for d in deps if d not in self._outcomes}
+            for dep in self._missing[sid]:
+                self._dependents.setdefault(dep, []).append(sid)
+        if slots is not None:  # all at once: the pool ranks them together
+            slots.expect([sid for sid, missing in self._missing.items() if not missing])
 
     def publish(self, step_id: int, outcome: StepOutcome) -> None:
         """Record a step's outcome (the first one wins) and wake whoever waits for it."""
+        ready: list[int] = []
         with self._lock:
             if step_id in self._outcomes:
                 return
             self._outcomes[step_id] = outcome
             waiters = self._waiters.pop(step_id, [])
+            for sid in self._dependents.pop(step_id, []):
+                self._missing[sid].discard(step_id)
+                if not self._missing[sid]:
+                    ready.append(sid)
+        if self._slots is not None:  # before the wake-ups: the pool knows who comes
+            self._slots.forget(step_id)
+            self._slots.expect(ready)
         for fut in waiters:
             fut.get_loop().call_soon_threadsafe(_resolve, fut)
 
@@ -57,6 +87,7 @@ class DependencyGate:
 
 
 def _resolve(fut: asyncio.Future[None]) -> None:
+    """Wake a waiter unless it already gave up (cancelled)."""
     if not fut.done():
         fut.set_result(None)
 

@@ -52,13 +52,13 @@ async def execute_step(
     def write(event: dict[str, Any]) -> None:
         raw_write(redact(event, secrets))
 
+    await round_.store.check()  # neither run, skipped nor announced once checkpoint writes fail
     broken = [d for d in step["depends_on"] if deps[d]["status"] != "succeeded"]
     if broken:
         reason = ", ".join(f"step {d} {deps[d]['status']}" for d in broken)
         write({"event": "step_skipped", "step": sid, "reason": reason})
         return outcome(sid, "skipped", error=f"skipped because {reason}", secrets=secrets)
 
-    await round_.store.check()  # a step is not even announced once checkpoint writes fail
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     try:
@@ -154,7 +154,7 @@ async def _attempt(
         "tags": [f"planexec:step:{sid}"],  # LangGraph's metadata already names the thread
         "metadata": {"planexec_step": sid, "planexec_plan_version": round_.plan["version"]},
     }
-    async with round_.slots():  # at most max_parallel_steps attempts at once
+    async with round_.slots.hold(sid):  # at most max_parallel_steps, longest chain first
         await round_.store.check()  # no attempt starts once checkpoint writes fail
         scope = CallScope(round_.run_id, sid, max(1, ctx.max_abandoned_calls))
         with use_workspace(round_.workspace), call_scope(scope):

@@ -28,9 +28,11 @@ async def run_step_async(step: StepDoc) -> StepOutcome:
     Raises :class:`CheckpointStoreError`, recording nothing, once the store has failed.
     """
     round_ = current_round()
-    deps = await round_.gate.wait_async(step["depends_on"])
-    round_.store.raise_if_failed()  # neither run nor skipped: its record could not be kept
-    result = await execute_step(step, deps, round_)
+    try:
+        deps = await round_.gate.wait_async(step["depends_on"])
+        result = await execute_step(step, deps, round_)  # checks the store first
+    finally:
+        round_.slots.forget(step["id"])  # a slot kept for a step that did not take it
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
     return result
 

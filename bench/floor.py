@@ -1,0 +1,212 @@
+"""planexec's per-step overhead against the LangGraph floor, in one process.
+
+The floor is a bare LangGraph graph whose one node makes the same number of ``@task`` calls
+(all started at once, as planexec's executor does) with the same saver: each task returns at
+once ("bare"), or calls the same zero-latency LangChain tool a planexec step calls ("tool":
+what a step cannot avoid, the tool's own invocation and callbacks).
+Both are measured as marginal cost: (time of a 220-step run - time of a 20-step run) / 200,
+best of 7 (fixed per-run costs cancel out; noise on a shared machine only adds time).
+``--cpu`` measures the process's CPU time (all threads) instead of wall time. ``--calls``
+counts Python function calls per step instead (async, in-memory, the event loop's thread only:
+a planexec tool call runs on a worker thread and is not counted): a deterministic measure that
+does not move with the machine's load.
+Run: python bench/floor.py [--cpu | --calls]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import cProfile
+import operator
+import pstats
+import sys
+import time
+import uuid
+from contextlib import AsyncExitStack, ExitStack
+from pathlib import Path
+from typing import Annotated, Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import overhead
+from common import TOOLS, build_graph, context, table, wait, wait_sync
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.func import task
+from langgraph.graph import StateGraph
+from overhead import RUNS, SIZES, async_ms, marginal_ms, prepare, sync_ms, tmp_db
+from typing_extensions import TypedDict
+
+from planexec.persistence import async_sqlite_saver, sqlite_saver
+
+
+class FloorState(TypedDict, total=False):
+    n: int
+    results: Annotated[list[float], operator.add]
+
+
+@task
+def noop_step(i: int) -> float:
+    """One zero-latency step (sync runs)."""
+    return 0.0
+
+
+@task
+async def anoop_step(i: int) -> float:
+    """One zero-latency step (async runs)."""
+    return 0.0
+
+
+@task
+def tool_step(i: int) -> float:
+    """One zero-latency tool call (sync runs)."""
+    return float(wait_sync.invoke({"seconds": 0}))
+
+
+@task
+async def atool_step(i: int) -> float:
+    """One zero-latency tool call (async runs), the tool planexec's bench steps call."""
+    return float(await wait.ainvoke({"seconds": 0}))
+
+
+def steps_node(step: Any) -> Any:
+    def run_steps(state: FloorState) -> dict[str, Any]:
+        futures = [step(i) for i in range(state["n"])]
+        return {"results": [f.result() for f in futures]}
+
+    return run_steps
+
+
+def asteps_node(step: Any) -> Any:
+    async def arun_steps(state: FloorState) -> dict[str, Any]:
+        return {"results": list(await asyncio.gather(*(step(i) for i in range(state["n"]))))}
+
+    return arun_steps
+
+
+def floor_graph(node: Any, saver: Any) -> Any:
+    builder = StateGraph(FloorState)
+    builder.add_node("steps", node)
+    builder.set_entry_point("steps")
+    return builder.compile(checkpointer=saver)
+
+
+def config() -> Any:
+    return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+def floor_sync_ms(saver: Any, step: Any) -> float:
+    graph = floor_graph(steps_node(step), saver)
+
+    def timed(n: int) -> float:
+        started = overhead.CLOCK()
+        assert len(graph.invoke({"n": n}, config())["results"]) == n
+        return overhead.CLOCK() - started
+
+    return marginal_ms({n: min(timed(n) for _ in range(RUNS)) for n in SIZES})
+
+
+async def floor_async_ms(saver: Any, step: Any) -> float:
+    graph = floor_graph(asteps_node(step), saver)
+
+    async def timed(n: int) -> float:
+        started = overhead.CLOCK()
+        assert len((await graph.ainvoke({"n": n}, config()))["results"]) == n
+        return overhead.CLOCK() - started
+
+    return marginal_ms({n: min([await timed(n) for _ in range(RUNS)]) for n in SIZES})
+
+
+async def calls_per_step(run: Any) -> float:
+    """Marginal Python function calls per step of ``run(n)`` (cProfile, this thread)."""
+    counted = {}
+    for n in SIZES:
+        await run(n)  # warm: imports and caches are not per step
+        profile = cProfile.Profile()
+        profile.enable()
+        await run(n)
+        profile.disable()
+        counted[n] = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+    small, large = SIZES
+    return (counted[large] - counted[small]) / (large - small)
+
+
+async def count_calls() -> None:
+    """Print function calls per step: planexec against both floors."""
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+
+    async def ours(n: int) -> None:
+        task, config, _ = prepare(n)
+        await graph.ainvoke(task, config, context=context(max_parallel_steps=8))
+
+    def floor_run(step: Any) -> Any:
+        floor = floor_graph(asteps_node(step), InMemorySaver())
+
+        async def run(n: int) -> None:
+            await floor.ainvoke({"n": n}, config())
+
+        return run
+
+    rows = [
+        ["planexec", f"{await calls_per_step(ours):.0f}"],
+        ["bare @task", f"{await calls_per_step(floor_run(anoop_step)):.0f}"],
+        ["@task + tool call", f"{await calls_per_step(floor_run(atool_step)):.0f}"],
+    ]
+    print(table("Python function calls per step (async, in-memory)", ["graph", "calls"], rows))
+
+
+def row(name: str, call: str, ours: float, bare: float, tool: float) -> list[str]:
+    """One line of the table: planexec's ms/step, each floor's, and the ratios."""
+    return [
+        name,
+        call,
+        f"{ours:.2f}",
+        f"{bare:.2f}",
+        f"{ours / bare:.2f}x",
+        f"{tool:.2f}",
+        f"{ours / tool:.2f}x",
+    ]
+
+
+async def main() -> None:
+    rows: list[list[str]] = []
+    with ExitStack() as stack:
+        async with AsyncExitStack() as astack:
+            savers = {
+                "in-memory": (InMemorySaver, InMemorySaver),
+                "SQLite (planexec.persistence)": (
+                    lambda: stack.enter_context(sqlite_saver(tmp_db("s.db"))),
+                    None,
+                ),
+            }
+            for name, (make_sync, make_async) in savers.items():
+                ours = sync_ms(make_sync())
+                bare, tool = (
+                    floor_sync_ms(make_sync(), noop_step),
+                    floor_sync_ms(make_sync(), tool_step),
+                )
+                rows.append(row(name, "invoke", ours, bare, tool))
+                if make_async is None:
+                    made = [
+                        await astack.enter_async_context(async_sqlite_saver(tmp_db(f"{i}.db")))
+                        for i in range(3)
+                    ]
+                else:
+                    made = [make_async() for _ in range(3)]
+                ours = await async_ms(made[0])
+                bare = await floor_async_ms(made[1], anoop_step)
+                tool = await floor_async_ms(made[2], atool_step)
+                rows.append(row(name, "ainvoke", ours, bare, tool))
+    print(
+        table(
+            "Overhead per step against the LangGraph floor (ms/step, zero-latency steps, "
+            + ("CPU time)" if overhead.CLOCK is time.process_time else "wall time)"),
+            ["saver", "call", "planexec", "bare @task", "ratio", "@task + tool call", "ratio"],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    if "--cpu" in sys.argv:
+        overhead.CLOCK = time.process_time
+    asyncio.run(count_calls() if "--calls" in sys.argv else main())
