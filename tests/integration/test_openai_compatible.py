@@ -56,7 +56,11 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
         workspace="ws",
     )
     config = thread()
-    asked = graph.invoke({"task": "say where this runs"}, config, context=ctx)
+    events = list(
+        graph.stream({"task": "say where this runs"}, config, context=ctx, stream_mode="custom")
+    )
+    assert [e["index"] for e in events if e.get("event") == "plan_step"] == [1, 2, 3]
+    asked = {"__interrupt__": graph.get_state(config).interrupts}
     assert asked["__interrupt__"][0].value["plan"]["steps"][0]["tool"] == "echo"
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)
     assert out["final"]["status"] == "succeeded"
