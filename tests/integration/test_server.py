@@ -388,3 +388,46 @@ def test_model_errors_reach_the_api_client_with_their_message(server):
 
     with pytest.raises(Exception, match="ConfigurationError: unknown model provider 'bogus'"):
         asyncio.run(scenario())  # the SDK raises the run's error with its message
+
+
+def test_plan_steps_stream_over_the_api_and_stay_out_of_messages(server, server_root, tmp_path):
+    """A streaming planner's steps reach API clients as ``plan_step`` events while it writes;
+    the ``messages`` stream carries the chat, not the plan being written."""
+    name = f"stream-{uuid.uuid4().hex[:8]}"
+    (server_root / "shared" / name).mkdir(parents=True)
+    plan = plan_of(step(1, "list_files", {}), step(2, "list_files", {}))
+    script = tmp_path / "planner.json"
+    script.write_text(
+        json.dumps(
+            {
+                "replies": [{"tool_calls": [{"name": "Plan", "args": plan}]}],
+                "stream_chunk_chars": 8,
+            }
+        )
+    )
+    context = {"planner_model": f"scripted:{script}", "workspace": name}
+
+    async def scenario() -> tuple[list, list]:
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        custom, messages = [], []
+        async for part in client.runs.stream(
+            tid,
+            "planexec",
+            input={"messages": [{"role": "user", "content": "list the files"}]},
+            context=context,
+            stream_mode=["custom", "messages-tuple"],
+        ):
+            if part.event == "custom":
+                custom.append(part.data)
+            elif part.event.startswith("messages"):
+                messages.append(part.data)
+        return custom, messages
+
+    custom, messages = asyncio.run(scenario())
+    shown = [e for e in custom if e.get("event") == "plan_step"]
+    assert [(e["by"], e["index"], e["written"]["tool"]) for e in shown] == [
+        ("planner", 1, "list_files"),
+        ("planner", 2, "list_files"),
+    ]
+    assert "list_files" not in json.dumps(messages)  # no planner chunk in the chat stream
