@@ -1,0 +1,146 @@
+"""The ``generate_chart`` tool: a labelled PNG chart, aggregated before it is drawn."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from langchain_core.tools import tool
+
+from planexec.errors import ToolError
+from planexec.tools.data.columns import Columns, by_period, read_columns
+from planexec.tools.data.reading import ReadOptions
+from planexec.tools.data.trends import fit
+from planexec.tools.workspace import current_workspace
+
+MAX_POINTS = 200
+MAX_SCATTER = 5000
+MAX_SLICES = 8
+
+
+def _points(
+    cols: Columns, kind: str, x: str, y: str, options: ReadOptions | None
+) -> tuple[pd.Series[Any], str]:
+    """Return the y values indexed by x, aggregated (sum) when there are too many to draw."""
+    ys = cols.numbers(y)
+    frame = cols.frame
+    if kind == "scatter":
+        both = pd.DataFrame({"x": pd.to_numeric(frame[x], errors="coerce"), "y": ys}).dropna()
+        sampled = both.sample(MAX_SCATTER, random_state=0) if len(both) > MAX_SCATTER else both
+        return sampled.set_index("x")["y"], f"{len(sampled):,} of {len(both):,} points" if len(
+            both
+        ) > MAX_SCATTER else ""
+    if len(frame) <= MAX_POINTS and frame[x].is_unique:
+        return pd.Series(ys.to_numpy(), index=frame[x].astype(str)), ""
+    if "date" in x.lower() or pd.api.types.is_datetime64_any_dtype(frame[x].dtype):
+        series = by_period(ys, cols.dates(x, options), "M", "sum")
+        return series.set_axis(series.index.astype(str)), "sum per month"
+    grouped = ys.groupby(frame[x].astype(str)).sum().sort_values(ascending=False)
+    limit = MAX_SLICES if kind == "pie" else 30
+    return grouped.head(limit), f"sum per {x}, top {limit}" if len(
+        grouped
+    ) > limit else f"sum per {x}"
+
+
+def _money(unit: str | None) -> Any:
+    from matplotlib.ticker import FuncFormatter
+
+    prefix = {"USD": "$", "EUR": "€", "GBP": "£"}.get(unit or "", "")
+    return FuncFormatter(
+        lambda v, _pos: f"{prefix}{v:,.0f}" if abs(v) >= 100 else f"{prefix}{v:,.2f}"
+    )
+
+
+@tool
+def generate_chart(
+    kind: Literal["line", "bar", "pie", "scatter"],
+    x: str,
+    y: str,
+    title: str,
+    output_path: str = "chart.png",
+    data: list[dict[str, Any]] | None = None,
+    dataset: str | None = None,
+    unit: str | None = None,
+    options: ReadOptions | None = None,
+) -> dict[str, Any]:
+    """Draw a PNG chart of column y against x, from rows given as data or from a dataset file.
+
+    Many rows are summed per x (per month for dates) before drawing. Axes are labelled from
+    the columns with thousands separators (and the unit, e.g. "USD"); bars start at zero; a
+    line chart of 3+ points shows its least-squares trend and marks anomalies (|z| > 2).
+    """
+    from matplotlib.figure import Figure  # the object API: no pyplot registry, no backend switch
+
+    if (data is None) == (dataset is None):
+        raise ToolError("give exactly one of data (a list of rows) or dataset (a file)")
+    if data is not None:
+        frame = pd.DataFrame(data)
+        for name in (x, y):
+            if name not in frame.columns:
+                raise ToolError(
+                    f"no column {name!r} in data (columns: {', '.join(map(str, frame.columns))})"
+                )
+        cols = Columns(frame[[x, y]] if x != y else frame[[x]], _source())
+    else:
+        cols = read_columns(dataset or "", [x, y], options)
+    points, note = _points(cols, kind, x, y, options)
+    unit = unit or cols.unit(y)
+    fig = Figure(figsize=(9, 5), dpi=110)
+    ax = fig.subplots()
+    labels, values = [str(i) for i in points.index], points.to_numpy(dtype=float)
+    if kind == "pie":
+        ax.pie(np.nan_to_num(values), labels=labels, autopct="%1.0f%%")
+    elif kind == "scatter":
+        ax.scatter(points.index, values, s=8, alpha=0.6)
+    else:
+        positions = np.arange(len(values))
+        if kind == "bar":
+            ax.bar(positions, values)
+            ax.set_ylim(bottom=min(0.0, float(np.nanmin(values))) if len(values) else 0)
+        else:
+            ax.plot(positions, values, marker="o", label=y)
+            _trend(ax, values)
+        step = max(1, len(labels) // 24)
+        ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
+    ax.set_title(title + (f" ({note})" if note else ""))
+    if kind != "pie":
+        ax.set_xlabel(x)
+        ax.set_ylabel(f"{y} ({unit})" if unit else y)
+        ax.yaxis.set_major_formatter(_money(unit))
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    workspace = current_workspace()
+    out = workspace.prepare_output(output_path)
+    if out.suffix.lower() != ".png":
+        raise ToolError("output_path must end in .png")
+    fig.savefig(out, format="png")
+    return {"path": workspace.relative(out), "kind": kind, "points": int(np.isfinite(values).sum())}
+
+
+def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+    finite = np.isfinite(values)
+    if finite.sum() < 3 or not finite.all():
+        return
+    line = fit(values)
+    positions = np.arange(len(values))
+    ax.plot(positions, line.fitted, linestyle="--", color="gray", label=f"trend ({line.direction})")
+    odd = np.abs(line.z) > 2
+    if odd.any():
+        ax.scatter(
+            positions[odd],
+            values[odd],
+            s=120,
+            facecolors="none",
+            edgecolors="red",
+            linewidths=2,
+            label="anomaly",
+            zorder=3,
+        )
+    ax.legend()
+
+
+def _source() -> Any:
+    from planexec.tools.data.reading import Source
+
+    return Source("rows")

@@ -1,0 +1,119 @@
+"""The ``clean_data`` tool: trim, convert, dedupe, drop incomplete rows, save as Parquet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from langchain_core.tools import tool
+
+from planexec.errors import ToolError
+from planexec.tools.data.columns import Columns
+from planexec.tools.data.reading import ReadOptions, is_text, read_dataset
+from planexec.tools.workspace import current_workspace
+
+
+def _require(frame: pd.DataFrame, names: list[str] | None) -> list[str]:
+    for name in names or []:
+        if name not in frame.columns:
+            raise ToolError(f"no column {name!r} (columns: {', '.join(map(str, frame.columns))})")
+    return list(names or [])
+
+
+def _convert(
+    cols: Columns, dates: list[str], numbers: list[str] | None, options: ReadOptions | None
+) -> dict[str, str]:
+    frame, converted = cols.frame, {}
+    for col in dates:
+        frame[col] = cols.dates(col, options)
+        converted[col] = "datetime (UTC)"
+    candidates = (
+        numbers
+        if numbers is not None
+        else [
+            c
+            for c in frame.columns
+            if c not in dates and is_text(frame[c]) and frame[c].notna().any()
+        ]
+    )
+    for col in candidates:
+        try:
+            frame[col] = cols.numbers(col)
+        except ToolError:
+            if numbers is not None:
+                raise
+            continue  # a text column that is not numbers stays text
+        converted[col] = "number" + (f" ({cols.unit(col)})" if cols.unit(col) else "")
+    return converted
+
+
+@tool
+def clean_data(
+    dataset: str,
+    output_path: str | None = None,
+    required_columns: list[str] | None = None,
+    dedupe_on: list[str] | None = None,
+    date_columns: list[str] | None = None,
+    numeric_columns: list[str] | None = None,
+    options: ReadOptions | None = None,
+) -> dict[str, Any]:
+    """Clean a dataset and save it as Parquet.
+
+    In order: trims text, converts date_columns to UTC dates and numeric_columns to numbers
+    (by default columns named like "date" become dates, and text columns of numbers,
+    currency amounts included, become numbers). A conversion that would turn more than 5%
+    of a column's values into nulls is refused with what to pass instead. Then drops
+    duplicate rows (equal in dedupe_on, or in every column) and rows with a null in
+    required_columns (default: any column). Returns the new dataset's path and what was
+    removed and why.
+    """
+    frame, source = read_dataset(dataset, options=options)
+    before = len(frame)
+    dates = (
+        _require(frame, date_columns)
+        if date_columns is not None
+        else [str(c) for c in frame.columns if "date" in str(c).lower()]
+    )
+    cols = Columns(frame, source)
+    converted = _convert(
+        cols,
+        dates,
+        _require(frame, numeric_columns) if numeric_columns is not None else None,
+        options,
+    )
+    deduped = frame.drop_duplicates(subset=_require(frame, dedupe_on) or None)
+    required = _require(frame, required_columns) or list(map(str, frame.columns))
+    incomplete = deduped[required].isna()
+    cleaned = deduped[~incomplete.any(axis=1)].reset_index(drop=True)
+    workspace = current_workspace()
+    target = output_path or f"{Path(dataset).with_suffix('').as_posix()}.clean.parquet"
+    out = workspace.prepare_output(target)
+    cleaned.to_parquet(out, index=False)
+    removed = [
+        {
+            "rows": before - len(deduped),
+            "why": f"duplicate rows (same {', '.join(dedupe_on) if dedupe_on else 'values in every column'})",
+        }
+    ]
+    first_missing = incomplete.idxmax(axis=1)[incomplete.any(axis=1)].value_counts()
+    removed += [{"rows": int(n), "why": f"no value in {col!r}"} for col, n in first_missing.items()]
+    return {
+        "dataset": workspace.relative(out),
+        "rows_before": before,
+        "rows_after": len(cleaned),
+        "removed_duplicates": before - len(deduped),
+        "removed_null_rows": len(deduped) - len(cleaned),
+        "removed": [r for r in removed if r["rows"]],
+        "unreadable_values": {
+            c: {"nulled": v.lost, "examples": v.examples} for c, v in cols.lost.items() if v.lost
+        },
+        "converted": converted,
+        "source": {
+            "format": source.format,
+            "encoding": source.encoding,
+            "delimiter": source.delimiter,
+            "decimal": source.decimal,
+        },
+        "columns": {str(c): str(t) for c, t in cleaned.dtypes.items()},
+    }

@@ -1,0 +1,63 @@
+"""Reading the columns a tool uses, converted: numbers as numbers, dates as UTC dates."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pandas as pd
+
+from planexec.errors import ToolError
+from planexec.tools.data.coercion import Coerced, as_dates, as_numbers
+from planexec.tools.data.reading import ReadOptions, Source, read_dataset
+
+Period = Literal["D", "W", "M", "Q", "Y"]
+MAX_PERIODS = 500
+
+
+@dataclass
+class Columns:
+    """A dataset's used columns, read and converted, and what conversion lost."""
+
+    frame: pd.DataFrame
+    source: Source
+    lost: dict[str, Coerced] = field(default_factory=dict)
+
+    def numbers(self, name: str) -> pd.Series[Any]:
+        """Return a column as numbers (refusing a column that is mostly not numbers)."""
+        coerced = as_numbers(self.frame[name], name, self.source.decimal)
+        self._note(name, coerced)
+        return coerced.values
+
+    def dates(self, name: str, options: ReadOptions | None) -> pd.Series[Any]:
+        """Return a column as dates (refusing a column that is mostly not dates)."""
+        coerced = as_dates(self.frame[name], name, (options or ReadOptions()).date_format)
+        self._note(name, coerced)
+        return coerced.values
+
+    def _note(self, name: str, coerced: Coerced) -> None:
+        if coerced.lost or coerced.unit:
+            self.lost[name] = coerced
+
+    def unit(self, name: str) -> str | None:
+        """Return the currency a number column was written in, if one symbol was seen."""
+        found = self.lost.get(name)
+        return found.unit if found else None
+
+
+def read_columns(dataset: str, names: Sequence[str | None], options: ReadOptions | None) -> Columns:
+    """Read only the named columns of a dataset (None entries are skipped)."""
+    wanted = list(dict.fromkeys(n for n in names if n))
+    frame, source = read_dataset(dataset, wanted, options)
+    return Columns(frame, source)
+
+
+def by_period(
+    values: pd.Series[Any], dates: pd.Series[Any], period: Period, agg: str
+) -> pd.Series[Any]:
+    """Aggregate values per calendar period, in time order (bounded number of periods)."""
+    grouped = values.groupby(dates.dt.to_period(period)).agg(agg)
+    if len(grouped) > MAX_PERIODS:
+        raise ToolError(f"{len(grouped)} periods; at most {MAX_PERIODS} (use a longer period)")
+    return grouped.sort_index()

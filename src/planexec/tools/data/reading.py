@@ -1,0 +1,141 @@
+"""Reading a workspace file (CSV and other delimited text, Parquet, Excel) right or not at all."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from planexec.errors import ToolError
+from planexec.tools.data import sniffing
+from planexec.tools.workspace import current_workspace
+
+TEXT_SUFFIXES = {".csv", ".tsv", ".txt", ".dat", ""}
+EXCEL_SUFFIXES = {".xlsx", ".xlsm"}
+
+
+class ReadOptions(BaseModel):
+    """How to read a file, when sniffing it is not enough (every field optional)."""
+
+    delimiter: str | None = Field(None, description='field separator, e.g. ";" or "\\t"')
+    decimal: Literal[".", ","] | None = Field(None, description="decimal mark of numbers")
+    encoding: str | None = Field(None, description='text encoding, e.g. "latin-1", "utf-16"')
+    sheet: str | int | None = Field(None, description="Excel sheet name or 0-based index")
+    date_format: str | None = Field(
+        None,
+        description='"dayfirst", "monthfirst", "excel" (serial numbers) or a strftime format',
+    )
+
+
+@dataclass(frozen=True)
+class Source:
+    """How a file was read: the values that sniffing chose or the caller gave."""
+
+    format: str
+    encoding: str | None = None
+    delimiter: str | None = None
+    decimal: str = "."
+
+
+def read_dataset(
+    dataset: str,
+    columns: Sequence[str] | None = None,
+    options: ReadOptions | None = None,
+    nrows: int | None = None,
+) -> tuple[pd.DataFrame, Source]:
+    """Read a workspace file (only ``columns``, if given); refuse what cannot be read right."""
+    opts = options or ReadOptions()
+    path = current_workspace().resolve(dataset, must_exist=True)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            frame, source = pd.read_parquet(path, columns=_listed(columns)), Source("parquet")
+        elif suffix in EXCEL_SUFFIXES:
+            frame, source = _read_excel(path, columns, opts, nrows), Source("excel")
+        elif suffix == ".xls":
+            raise ToolError(f"{dataset!r} is an old .xls workbook: save it as .xlsx or CSV")
+        elif suffix in TEXT_SUFFIXES:
+            frame, source = _read_text(path, columns, opts, nrows)
+        else:
+            raise ToolError(f"{dataset!r}: not a table (read CSV, TSV, .xlsx or Parquet files)")
+    except UnicodeDecodeError as exc:
+        raise ToolError(
+            f"{dataset!r} is not valid {exc.encoding} text: pass options.encoding "
+            '(e.g. "latin-1", "cp1252", "utf-16")'
+        ) from None
+    except (ValueError, OSError, KeyError, pd.errors.ParserError) as exc:
+        if columns and "Usecols" in str(exc) or "not in index" in str(exc):
+            raise ToolError(_missing(dataset, columns or (), opts)) from None
+        raise ToolError(f"cannot read {dataset!r} as a table: {exc}") from None
+    if columns:
+        frame = frame[list(columns)]
+    if frame.empty and len(frame.columns) and nrows is None:
+        raise ToolError(f"{dataset!r} has a header but no rows of data")
+    return _trimmed(frame), source
+
+
+def _listed(columns: Sequence[str] | None) -> list[str] | None:
+    return list(dict.fromkeys(columns)) if columns else None
+
+
+def _missing(dataset: str, wanted: Sequence[str], opts: ReadOptions) -> str:
+    found = list(read_dataset(dataset, options=opts, nrows=0)[0].columns)
+    absent = [c for c in wanted if c not in found]
+    return f"no column {absent[0]!r} in {dataset!r} (columns: {', '.join(map(str, found))})"
+
+
+def _read_excel(
+    path: Path, columns: Sequence[str] | None, opts: ReadOptions, nrows: int | None
+) -> pd.DataFrame:
+    sheet = opts.sheet if opts.sheet is not None else 0
+    return pd.read_excel(
+        path, sheet_name=sheet, usecols=_listed(columns), nrows=nrows, engine="openpyxl"
+    )
+
+
+def _read_text(
+    path: Path, columns: Sequence[str] | None, opts: ReadOptions, nrows: int | None
+) -> tuple[pd.DataFrame, Source]:
+    with path.open("rb") as handle:
+        head = handle.read(sniffing.SAMPLE_BYTES)
+    if not head.strip():
+        raise ToolError(f"{path.name!r} is empty")
+    encoding = opts.encoding or sniffing.sniff_encoding(head)
+    sample = head.decode(encoding, errors="ignore")
+    delimiter = opts.delimiter or sniffing.sniff_delimiter(sample)
+    decimal = opts.decimal or sniffing.sniff_decimal(sample, delimiter)
+    frame = pd.read_csv(
+        path,
+        sep=delimiter,
+        decimal=decimal,
+        encoding=encoding,
+        usecols=_listed(columns),
+        nrows=nrows,
+        quoting=csv.QUOTE_MINIMAL,
+    )
+    return frame, Source("text", encoding, delimiter, decimal)
+
+
+def is_text(series: pd.Series[Any]) -> bool:
+    """Say whether a column holds text (object or any pandas string dtype)."""
+    return pd.api.types.is_object_dtype(series.dtype) or pd.api.types.is_string_dtype(series.dtype)
+
+
+def _trimmed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Strip the spaces around text values; a blank value is a missing one."""
+    for col in frame.columns:
+        if is_text(frame[col]):
+            stripped = frame[col].str.strip() if _all_text(frame[col]) else frame[col]
+            frame[col] = stripped.replace("", None)
+    return frame
+
+
+def _all_text(series: pd.Series[Any]) -> bool:
+    return pd.api.types.is_string_dtype(series.dtype) or bool(
+        series.map(lambda v: isinstance(v, str) or v is None or v != v).all()
+    )
