@@ -9,6 +9,7 @@ import pandas as pd
 from langchain_core.tools import tool
 
 from planexec.errors import ToolError
+from planexec.tools.data.coercion import as_numbers
 from planexec.tools.data.columns import Columns
 from planexec.tools.data.reading import ReadOptions, is_text, read_dataset
 from planexec.tools.workspace import current_workspace
@@ -39,6 +40,8 @@ def _convert(
     )
     for col in candidates:
         try:
+            if numbers is None:  # a sample first: a text column costs no full regex pass
+                as_numbers(frame[col].dropna().head(1000), col, cols.source.decimal)
             frame[col] = cols.numbers(col)
         except ToolError:
             if numbers is not None:
@@ -90,12 +93,8 @@ def clean_data(
     target = output_path or f"{Path(dataset).with_suffix('').as_posix()}.clean.parquet"
     out = workspace.prepare_output(target)
     cleaned.to_parquet(out, index=False)
-    removed = [
-        {
-            "rows": before - len(deduped),
-            "why": f"duplicate rows (same {', '.join(dedupe_on) if dedupe_on else 'values in every column'})",
-        }
-    ]
+    same = ", ".join(dedupe_on) if dedupe_on else "values in every column"
+    removed = [{"rows": before - len(deduped), "why": f"duplicate rows (same {same})"}]
     first_missing = incomplete.idxmax(axis=1)[incomplete.any(axis=1)].value_counts()
     removed += [{"rows": int(n), "why": f"no value in {col!r}"} for col, n in first_missing.items()]
     return {

@@ -117,14 +117,15 @@ def _text_format(text: pd.Series[Any], name: str, date_format: str | None, hint:
         return "ISO8601"
     first, sep, second = parts[0].astype(int), parts[1].iloc[0], parts[2].astype(int)
     year = "%Y" if parts[3].str.len().max() == 4 else "%y"
-    dayfirst = date_format == "dayfirst" or (date_format is None and bool((first > 12).any()))
-    if date_format is None and (first > 12).any() and (second > 12).any():
+    day_seen, month_seen = bool((first > 12).any()), bool((second > 12).any())
+    if date_format is None and day_seen and month_seen:
         raise ToolError(f"column {name!r} mixes day-first and month-first dates; {hint}")
-    if date_format is None and not (first > 12).any() and not (second > 12).any() and sep != ".":
+    if date_format is None and not day_seen and not month_seen and sep != ".":
+        example = text.dropna().iloc[0]
         raise ToolError(
-            f"column {name!r}: dates like {text.dropna().iloc[0]!r} could be day- or month-first; {hint}"
+            f"column {name!r}: dates like {example!r} could be day- or month-first; {hint}"
         )
-    dayfirst = dayfirst or sep == "."
+    dayfirst = date_format == "dayfirst" or (date_format is None and (day_seen or sep == "."))
     order = f"%d{sep}%m" if dayfirst else f"%m{sep}%d"
     return f"{order}{sep}{year}"
 
@@ -141,7 +142,8 @@ def _excel(series: pd.Series[Any], name: str, date_format: str | None, hint: str
 
 def _naive_utc(series: pd.Series[Any]) -> pd.Series[Any]:
     if getattr(series.dt, "tz", None) is not None:
-        return series.dt.tz_convert("UTC").dt.tz_localize(None)
+        converted: pd.Series[Any] = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        return converted
     return series
 
 
