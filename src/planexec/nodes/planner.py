@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 from functools import partial
-from itertools import islice
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -20,22 +19,11 @@ from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
 from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State
+from planexec.tools.listing import MAX_LISTED_FILES as MAX_LISTED_FILES  # re-exported
+from planexec.tools.listing import workspace_files
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.workspace import Workspace
 from planexec.usage import UsageCounter
-
-MAX_LISTED_FILES = 50
-
-
-def workspace_files(workspace: Workspace) -> str:
-    """List (some of) the workspace's files for the planner's prompt."""
-    files = list(islice(workspace.iter_files(), MAX_LISTED_FILES + 1))
-    found = [
-        f"- {workspace.relative(p)} ({p.stat().st_size} bytes)" for p in files[:MAX_LISTED_FILES]
-    ]
-    if len(files) > MAX_LISTED_FILES:
-        found.append("- …")
-    return "\n".join(found) or "(empty)"
 
 
 def planner_messages(

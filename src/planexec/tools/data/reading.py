@@ -54,7 +54,7 @@ def read_dataset(
     suffix = path.suffix.lower()
     try:
         if suffix == ".parquet":
-            frame, source = pd.read_parquet(path, columns=_listed(columns)), Source("parquet")
+            frame, source = _read_parquet(path, columns, nrows), Source("parquet")
         elif suffix in EXCEL_SUFFIXES:
             frame, source = _read_excel(path, columns, opts, nrows), Source("excel")
         elif suffix == ".xls":
@@ -74,7 +74,7 @@ def read_dataset(
         raise ToolError(f"cannot read {dataset!r} as a table: {exc}") from None
     if columns:
         frame = frame[list(columns)]
-    if frame.empty and len(frame.columns) and nrows is None:
+    if frame.empty and len(frame.columns) and nrows != 0:
         raise ToolError(f"{dataset!r} has a header but no rows of data")
     return _trimmed(frame), source
 
@@ -87,6 +87,19 @@ def _missing(dataset: str, wanted: Sequence[str], opts: ReadOptions) -> str:
     found = list(read_dataset(dataset, options=opts, nrows=0)[0].columns)
     absent = [c for c in wanted if c not in found]
     return f"no column {absent[0]!r} in {dataset!r} (columns: {', '.join(map(str, found))})"
+
+
+def _read_parquet(path: Path, columns: Sequence[str] | None, nrows: int | None) -> pd.DataFrame:
+    if nrows is None:
+        return pd.read_parquet(path, columns=_listed(columns))
+    import pyarrow.parquet as pq  # type: ignore[import-untyped]
+
+    batches = pq.ParquetFile(path).iter_batches(batch_size=max(nrows, 1), columns=_listed(columns))
+    first = next(batches, None)
+    if first is None:
+        return pd.read_parquet(path, columns=_listed(columns))
+    head: pd.DataFrame = first.to_pandas().head(nrows)
+    return head
 
 
 def _read_excel(

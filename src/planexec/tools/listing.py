@@ -1,0 +1,98 @@
+"""The planner's view of the workspace: its files, and for tables their columns.
+
+Everything taken from a file (its name, column names, values) is escaped onto one line and
+cut to a bounded length, so a file cannot add lines (instructions) to the planner's prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from planexec.errors import PlanexecError
+from planexec.tools.data.coercion import as_dates, as_numbers
+from planexec.tools.data.reading import EXCEL_SUFFIXES, TEXT_SUFFIXES, is_text, read_dataset
+from planexec.tools.workspace import Workspace, use_workspace
+
+MAX_LISTED_FILES = 50
+MAX_PROFILED_FILES = 10
+MAX_COLUMNS = 25
+SAMPLE_ROWS = 50
+TABLE_SUFFIXES = (TEXT_SUFFIXES - {"", ".txt", ".dat"}) | EXCEL_SUFFIXES | {".parquet"}
+
+
+def escaped(text: object, limit: int = 40) -> str:
+    """Return text as one JSON-quoted line of at most about ``limit`` characters."""
+    raw = str(text)
+    cut = raw if len(raw) <= limit else raw[: limit - 1] + "…"
+    return json.dumps(cut, ensure_ascii=False)
+
+
+def _plain(name: str) -> str:
+    """Return a file name as is when it is harmless, else escaped."""
+    return name if name.isprintable() and len(name) <= 120 else escaped(name, 120)
+
+
+def column_kind(series: pd.Series[Any], name: str) -> str:
+    """Say how the data tools will read a column: number (and currency), date, or text."""
+    if pd.api.types.is_bool_dtype(series.dtype):
+        return "boolean"
+    if pd.api.types.is_datetime64_any_dtype(series.dtype):
+        return "date"
+    if pd.api.types.is_numeric_dtype(series.dtype):
+        return "number"
+    if not is_text(series) or series.notna().sum() == 0:
+        return str(series.dtype)
+    try:
+        numbers = as_numbers(series, name)
+        if not numbers.lost:
+            return f"number ({numbers.unit})" if numbers.unit else "number"
+    except PlanexecError:
+        pass
+    try:
+        if not as_dates(series, name).lost:
+            return "date"
+    except PlanexecError as exc:
+        if "day- or month-first" in str(exc):
+            return "date (day/month order unclear)"
+    return "text"
+
+
+def table_profile(workspace: Workspace, relative: str) -> str:
+    """Return a line's tail naming a table's columns, their kinds and two sample values each."""
+    try:
+        with use_workspace(workspace):
+            frame, source = read_dataset(relative, nrows=SAMPLE_ROWS)
+    except PlanexecError as exc:
+        return f"; not readable as a table: {escaped(exc, 160)}"
+    shown = []
+    for col in list(frame.columns)[:MAX_COLUMNS]:
+        samples = ", ".join(escaped(v, 24) for v in frame[col].dropna().head(2).astype(str))
+        shown.append(f"{escaped(col)} {column_kind(frame[col], str(col))} e.g. {samples or '—'}")
+    more = (
+        f"; … {len(frame.columns) - MAX_COLUMNS} more" if len(frame.columns) > MAX_COLUMNS else ""
+    )
+    how = (
+        f" delimiter {escaped(source.delimiter, 4)}" if source.delimiter not in {None, ","} else ""
+    )
+    return f"; columns{how}: " + "; ".join(shown) + more
+
+
+def workspace_files(workspace: Workspace) -> str:
+    """List (some of) the workspace's files for the planner's prompt, tables with columns."""
+    files = list(islice(workspace.iter_files(), MAX_LISTED_FILES + 1))
+    found, profiled = [], 0
+    for path in files[:MAX_LISTED_FILES]:
+        relative = workspace.relative(path)
+        line = f"- {_plain(relative)} ({path.stat().st_size} bytes)"
+        if Path(relative).suffix.lower() in TABLE_SUFFIXES and profiled < MAX_PROFILED_FILES:
+            profiled += 1
+            line += table_profile(workspace, relative)
+        found.append(line)
+    if len(files) > MAX_LISTED_FILES:
+        found.append("- …")
+    return "\n".join(found) or "(empty)"
