@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from planexec import prompts
+from planexec.outputs import summarize
 from planexec.plandoc import topological_order
 from planexec.records import record_key
 from planexec.state import PlanDoc, StepDoc, StepRecord
@@ -52,6 +53,17 @@ def outcome_text(step: StepDoc, records: dict[str, StepRecord], kept: frozenset[
     return f"{status}: {record.get('error') or ''}"
 
 
+KEPT_PROFILE_CHARS = 1200
+
+
+def kept_profile(record: StepRecord) -> str:
+    """Return a kept step's output on one bounded line (a table's columns fit, not its rows)."""
+    output = record.get("output")
+    if output is None:
+        return record.get("summary", "")
+    return summarize(output, KEPT_PROFILE_CHARS)
+
+
 def replanner_messages(
     plan: PlanDoc,
     records: dict[str, StepRecord],
@@ -64,7 +76,7 @@ def replanner_messages(
     kept_text = (
         "\n".join(
             f"- step {s['id']} [{s['tool']}] {s['description']} -> "
-            f"{records[record_key(s['id'])].get('summary', '')}"
+            f"{kept_profile(records[record_key(s['id'])])}"
             for s in kept_steps
         )
         or "(none)"
