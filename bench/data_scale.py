@@ -89,8 +89,17 @@ def child(tool: str, folder: str) -> dict[str, Any]:
         else:
             out = duck(Path(folder) / "data.csv")
     seconds = time.perf_counter() - start
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_kb() / 1024
     return {"seconds": seconds, "rss_mb": peak_mb, "totals": totals(out)}
+
+
+def peak_rss_kb() -> int:
+    """Return this process's peak RSS: VmHWM, not ru_maxrss (which keeps the parent's peak
+    across fork and exec, and so would charge the CSV generator's memory to every tool)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def duck(path: Path) -> dict[str, Any]:

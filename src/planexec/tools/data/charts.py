@@ -10,7 +10,7 @@ from langchain_core.tools import tool
 
 from planexec.errors import ToolError
 from planexec.tools.data.columns import Columns, by_period, read_columns
-from planexec.tools.data.reading import ReadOptions
+from planexec.tools.data.reading import ReadOptions, Source
 from planexec.tools.data.trends import fit
 from planexec.tools.workspace import current_workspace
 
@@ -81,7 +81,7 @@ def generate_chart(
                 raise ToolError(
                     f"no column {name!r} in data (columns: {', '.join(map(str, frame.columns))})"
                 )
-        cols = Columns(frame[[x, y]] if x != y else frame[[x]], _source())
+        cols = Columns(frame[[x, y]] if x != y else frame[[x]], Source("rows"))
     else:
         cols = read_columns(dataset or "", [x, y], options)
     points, note = _points(cols, kind, x, y, options)
@@ -115,7 +115,12 @@ def generate_chart(
     if out.suffix.lower() != ".png":
         raise ToolError("output_path must end in .png")
     fig.savefig(out, format="png")
-    return {"path": workspace.relative(out), "kind": kind, "points": int(np.isfinite(values).sum())}
+    found = {
+        "path": workspace.relative(out),
+        "kind": kind,
+        "points": int(np.isfinite(values).sum()),
+    }
+    return found | ({"aggregated": note} if note else {})
 
 
 def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
@@ -138,9 +143,3 @@ def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
             zorder=3,
         )
     ax.legend()
-
-
-def _source() -> Any:
-    from planexec.tools.data.reading import Source
-
-    return Source("rows")

@@ -10,7 +10,7 @@ from langchain_core.tools import tool
 
 from planexec.errors import ToolError
 from planexec.tools.data.coercion import as_numbers
-from planexec.tools.data.columns import Columns
+from planexec.tools.data.columns import UNITS, Columns
 from planexec.tools.data.reading import ReadOptions, is_text, read_dataset
 from planexec.tools.workspace import current_workspace
 
@@ -42,11 +42,15 @@ def _convert(
         try:
             if numbers is None:  # a sample first: a text column costs no full regex pass
                 as_numbers(frame[col].dropna().head(1000), col, cols.source.decimal)
-            frame[col] = cols.numbers(col)
+            coerced = as_numbers(frame[col], col, cols.source.decimal)
         except ToolError:
             if numbers is not None:
                 raise
             continue  # a text column that is not numbers stays text
+        if numbers is None and coerced.lost:
+            continue  # guessed columns convert only whole: an id with a few letters stays text
+        frame[col] = coerced.values
+        cols.note(col, coerced)
         converted[col] = "number" + (f" ({cols.unit(col)})" if cols.unit(col) else "")
     return converted
 
@@ -92,6 +96,7 @@ def clean_data(
     workspace = current_workspace()
     target = output_path or f"{Path(dataset).with_suffix('').as_posix()}.clean.parquet"
     out = workspace.prepare_output(target)
+    cleaned.attrs = {UNITS: {c: u for c in cleaned.columns if (u := cols.unit(str(c)))}}
     cleaned.to_parquet(out, index=False)
     same = ", ".join(dedupe_on) if dedupe_on else "values in every column"
     removed = [{"rows": before - len(deduped), "why": f"duplicate rows (same {same})"}]

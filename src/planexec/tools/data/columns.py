@@ -14,6 +14,8 @@ from planexec.tools.data.reading import ReadOptions, Source, read_dataset
 
 Period = Literal["D", "W", "M", "Q", "Y"]
 MAX_PERIODS = 500
+UNITS = "planexec_units"
+"""The Parquet metadata key (``DataFrame.attrs``) of the columns' currencies."""
 
 
 @dataclass
@@ -27,23 +29,27 @@ class Columns:
     def numbers(self, name: str) -> pd.Series[Any]:
         """Return a column as numbers (refusing a column that is mostly not numbers)."""
         coerced = as_numbers(self.frame[name], name, self.source.decimal)
-        self._note(name, coerced)
+        self.note(name, coerced)
         return coerced.values
 
     def dates(self, name: str, options: ReadOptions | None) -> pd.Series[Any]:
         """Return a column as dates (refusing a column that is mostly not dates)."""
         coerced = as_dates(self.frame[name], name, (options or ReadOptions()).date_format)
-        self._note(name, coerced)
+        self.note(name, coerced)
         return coerced.values
 
-    def _note(self, name: str, coerced: Coerced) -> None:
+    def note(self, name: str, coerced: Coerced) -> None:
+        """Remember what converting a column lost, and its currency."""
         if coerced.lost or coerced.unit:
             self.lost[name] = coerced
 
     def unit(self, name: str) -> str | None:
         """Return the currency a number column was written in, if one symbol was seen."""
         found = self.lost.get(name)
-        return found.unit if found else None
+        if found and found.unit:
+            return found.unit
+        saved = self.frame.attrs.get(UNITS) or {}
+        return str(saved[name]) if isinstance(saved, dict) and name in saved else None
 
 
 def read_columns(dataset: str, names: Sequence[str | None], options: ReadOptions | None) -> Columns:
