@@ -264,3 +264,41 @@ def test_missing_column_names_the_columns_there_are(tmp_path):
         ToolError, match=r"no column 'revenue' in 's.csv' \(columns: order_date, amount\)"
     ):
         stats_of(tmp_path, "s.csv", group_by=None)
+
+
+def test_a_column_mixing_decimal_notations_is_refused(tmp_path):
+    write(
+        tmp_path,
+        "s.csv",
+        ["date,revenue", '2025-01-31,"1.234.567"', '2025-02-01,"-$5.00"', '2025-03-01,"(3.00)"'],
+    )
+    with pytest.raises(ToolError, match=r"1 of 3 values are not numbers \(e.g. '1.234.567'\)"):
+        stats_of(tmp_path, "s.csv", group_by=None)
+
+
+def test_spaces_as_thousands_negatives_and_infinity(tmp_path):
+    write(
+        tmp_path,
+        "s.csv",
+        ["date;revenue", "2025-01-31;1 234,50", '2025-02-01;"(12,5)"', "2025-03-01;-3"],
+    )
+    stats = stats_of(tmp_path, "s.csv", group_by=None)
+    assert [p["value"] for p in stats["by_period"]] == [1234.5, -12.5, -3.0]
+    write(tmp_path, "t.csv", ["date,revenue", "2025-01-31,1e400", "2025-02-01,5"])
+    with pytest.raises(ToolError, match="not finite numbers"):
+        stats_of(tmp_path, "t.csv", group_by=None)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"encoding": "bogus"}, "unknown encoding: bogus"),
+        ({"delimiter": "ab"}, "delimiter"),
+        ({"date_format": "%Q"}, "date_format '%Q' is not usable"),
+    ],
+)
+def test_bad_reading_options_are_one_line_tool_errors(tmp_path, options, message):
+    write(tmp_path, "s.csv", ["date,revenue", "2025-01-31,1"])
+    with pytest.raises(ToolError, match=message) as caught:
+        stats_of(tmp_path, "s.csv", group_by=None, options=options)
+    assert "\n" not in str(caught.value)

@@ -43,13 +43,13 @@ def _points(
     ) > limit else f"sum per {x}"
 
 
-def _money(unit: str | None) -> Any:
+def _money(ax: Any, unit: str | None) -> Any:
+    """Return a y-axis formatter: thousands separators, the currency sign, decimals if small."""
     from matplotlib.ticker import FuncFormatter
 
-    prefix = {"USD": "$", "EUR": "€", "GBP": "£"}.get(unit or "", "")
-    return FuncFormatter(
-        lambda v, _pos: f"{prefix}{v:,.0f}" if abs(v) >= 100 else f"{prefix}{v:,.2f}"
-    )
+    prefix = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}.get(unit or "", "")
+    small = max(abs(v) for v in ax.get_ylim()) < 100
+    return FuncFormatter(lambda v, _pos: f"{prefix}{v:,.2f}" if small else f"{prefix}{v:,.0f}")
 
 
 @tool
@@ -107,7 +107,7 @@ def generate_chart(
     if kind != "pie":
         ax.set_xlabel(x)
         ax.set_ylabel(f"{y} ({unit})" if unit else y)
-        ax.yaxis.set_major_formatter(_money(unit))
+        ax.yaxis.set_major_formatter(_money(ax, unit))
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     workspace = current_workspace()

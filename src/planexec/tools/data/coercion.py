@@ -19,7 +19,6 @@ from planexec.tools.data.reading import is_text
 MAX_LOST_SHARE = 0.05
 CURRENCY = re.compile(r"[$€£¥₹]|\b(?:USD|EUR|GBP|CHF|JPY)\b")
 CURRENCY_NAMES = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY", "₹": "INR"}
-NUMERIC_ONLY = re.compile(r"^\(?[+-]?[\d.,'\s]+\)?%?$")
 SLASHED = re.compile(r"^\s*(\d{1,2})([/.-])(\d{1,2})\2(\d{2,4})(?:[ T].*)?$")
 EXCEL_SERIALS = (20_000, 80_000)  # 1954-10-03 .. 2119-01-10: other numbers are not dates
 
@@ -48,48 +47,53 @@ def _check(
     return Coerced(after, lost, examples)
 
 
+def number_pattern(mark: str) -> str:
+    """Return the regex of a number written with decimal ``mark`` (and the other as thousands)."""
+    m, t = re.escape(mark), re.escape("," if mark == "." else ".")
+    whole = rf"(?:\d{{1,3}}(?:[{t}'\s\u00a0\u202f]\d{{3}})+|\d+)"
+    return rf"^[+-]?(?:{whole}(?:{m}\d*)?|{m}\d+)(?:[eE][+-]?\d+)?%?$"
+
+
 def as_numbers(series: pd.Series[Any], name: str, decimal: str = ".") -> Coerced:
-    """Return the column as numbers: currency symbols, thousands separators, (negatives) read."""
+    """Return the column as numbers: currency symbols, thousands separators, (negatives) read.
+
+    Each value must be a whole number in one notation: the decimal mark that reads more of
+    the column's values wins (the file's own mark on a tie, as "1,234" reads both ways).
+    """
     if pd.api.types.is_bool_dtype(series.dtype) or not (
         is_text(series) or pd.api.types.is_numeric_dtype(series.dtype)
     ):
         raise ToolError(f"column {name!r} holds {series.dtype} values, not numbers")
     if not is_text(series):
-        return Coerced(pd.to_numeric(series, errors="coerce"))
+        numeric = pd.to_numeric(series, errors="coerce")
+        return _check(
+            name, series, numeric.where(np.isfinite(numeric)), "finite numbers", "fix them"
+        )
     text = series.astype("string")
     symbols = text.str.extract(f"({CURRENCY.pattern})", expand=False).dropna().unique()
     stripped = text.str.replace(CURRENCY, "", regex=True).str.strip()
-    mark = decimal if decimal in {".", ","} else "."
-    mark = _decimal_mark(stripped, mark)
-    thousands = "," if mark == "." else "."
-    negative = stripped.str.startswith("(") & stripped.str.endswith(")")
+    negative = (stripped.str.startswith("(") & stripped.str.endswith(")")).fillna(False)
+    bare = stripped.where(~negative, stripped.str.slice(1, -1).str.strip())
+    bare = bare.str.replace(r"^([+-])\s+", r"\1", regex=True)  # "- 5" after "-$5"
+    sample = bare.dropna().head(5000)
+    votes = {m: int(sample.str.match(number_pattern(m)).sum()) for m in (".", ",")}
+    default = decimal if decimal in votes else "."
+    mark = max(votes, key=lambda m: (votes[m], m == default))
     plain = (
-        stripped.str.replace(r"[()\s'%]", "", regex=True)
-        .str.replace(thousands, "", regex=False)
+        bare.where(bare.str.match(number_pattern(mark)))
+        .str.replace(r"[%'\s\u00a0\u202f]", "", regex=True)
+        .str.replace("," if mark == "." else ".", "", regex=False)
         .str.replace(mark, ".", regex=False)
     )
-    numbers = pd.to_numeric(plain.where(stripped.str.match(NUMERIC_ONLY.pattern)), errors="coerce")
-    numbers = numbers.where(~negative.fillna(False), -numbers).astype("float64")
+    numbers = pd.to_numeric(plain, errors="coerce").astype("float64")
+    numbers = numbers.where(~negative, -numbers)
+    numbers = numbers.where(np.isfinite(numbers))
     result = _check(
         name, series, numbers, "numbers", 'pass numeric_columns without it, or options.decimal=","'
     )
     if len(symbols) == 1:
         result.unit = CURRENCY_NAMES.get(str(symbols[0]), str(symbols[0]))
     return result
-
-
-def _decimal_mark(text: pd.Series[Any], default: str) -> str:
-    """Return the decimal mark the column's own values show, else ``default``."""
-    sample = text.dropna().head(5000)
-    both = sample[sample.str.contains(",", regex=False) & sample.str.contains(".", regex=False)]
-    if len(both):
-        last_comma = both.str.rfind(",") > both.str.rfind(".")
-        return "," if last_comma.mean() > 0.5 else "."
-    if sample.str.match(r"^[^,]*,\d{1,2}$|^[^,]*,\d{4,}$").any():
-        return ","
-    if sample.str.count(r"\.").gt(1).any():
-        return ","
-    return default
 
 
 def as_dates(series: pd.Series[Any], name: str, date_format: str | None = None) -> Coerced:
@@ -105,7 +109,10 @@ def as_dates(series: pd.Series[Any], name: str, date_format: str | None = None) 
     if date_format == "excel":
         return _excel(pd.to_numeric(text, errors="coerce"), name, date_format, hint)
     fmt = _text_format(text, name, date_format, hint)
-    parsed = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
+    try:
+        parsed = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
+    except ValueError as exc:  # a bad strftime directive given in options.date_format
+        raise ToolError(f"column {name!r}: date_format {fmt!r} is not usable: {exc}") from None
     return _check(name, series, _naive_utc(parsed), "dates", hint)
 
 

@@ -68,9 +68,12 @@ def read_dataset(
             f"{dataset!r} is not valid {exc.encoding} text: pass options.encoding "
             '(e.g. "latin-1", "cp1252", "utf-16")'
         ) from None
-    except (ValueError, OSError, KeyError, pd.errors.ParserError) as exc:
-        if columns and "Usecols" in str(exc) or "not in index" in str(exc):
-            raise ToolError(_missing(dataset, columns or (), opts)) from None
+    except LookupError as exc:  # an unknown encoding name
+        raise ToolError(f"cannot read {dataset!r}: {exc}") from None
+    except (ValueError, TypeError, OSError, KeyError, pd.errors.ParserError) as exc:
+        missing = _missing(dataset, columns, opts) if columns else None
+        if missing:
+            raise ToolError(missing) from None
         raise ToolError(f"cannot read {dataset!r} as a table: {exc}") from None
     if columns:
         frame = frame[list(columns)]
@@ -83,10 +86,14 @@ def _listed(columns: Sequence[str] | None) -> list[str] | None:
     return list(dict.fromkeys(columns)) if columns else None
 
 
-def _missing(dataset: str, wanted: Sequence[str], opts: ReadOptions) -> str:
-    found = list(read_dataset(dataset, options=opts, nrows=0)[0].columns)
+def _missing(dataset: str, wanted: Sequence[str], opts: ReadOptions) -> str | None:
+    """Name the first wanted column the file does not have, and the ones it has."""
+    found = [str(c)[:40] for c in read_dataset(dataset, options=opts, nrows=0)[0].columns]
     absent = [c for c in wanted if c not in found]
-    return f"no column {absent[0]!r} in {dataset!r} (columns: {', '.join(map(str, found))})"
+    if not absent:
+        return None
+    shown = ", ".join(found[:30]) + (f", … {len(found) - 30} more" if len(found) > 30 else "")
+    return f"no column {absent[0]!r} in {dataset!r} (columns: {shown})"
 
 
 def _read_parquet(path: Path, columns: Sequence[str] | None, nrows: int | None) -> pd.DataFrame:
