@@ -119,9 +119,10 @@ def as_dates(series: pd.Series[Any], name: str, date_format: str | None = None) 
 def _text_format(text: pd.Series[Any], name: str, date_format: str | None, hint: str) -> str:
     if date_format and date_format not in {"dayfirst", "monthfirst"}:
         return date_format
-    parts = text.dropna().str.extract(SLASHED.pattern).dropna()
-    if parts.empty:
-        return "ISO8601"
+    present = text.dropna()
+    if not present.head(1000).str.match(SLASHED.pattern).any():
+        return "ISO8601"  # a slashed value further down is refused by the lost-share check
+    parts = present.str.extract(SLASHED.pattern).dropna()
     first, sep, second = parts[0].astype(int), parts[1].iloc[0], parts[2].astype(int)
     year = "%Y" if parts[3].str.len().max() == 4 else "%y"
     day_seen, month_seen = bool((first > 12).any()), bool((second > 12).any())
