@@ -105,7 +105,7 @@ def generate_chart(
         ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
     ax.set_title(title + (f" ({note})" if note else ""))
     if kind != "pie":
-        ax.set_xlabel(x)
+        ax.set_xlabel(f"{x} (month)" if note == "sum per month" else x)
         ax.set_ylabel(f"{y} ({unit})" if unit else y)
         ax.yaxis.set_major_formatter(_money(ax, unit))
         ax.grid(axis="y", alpha=0.3)
