@@ -14,7 +14,8 @@ from typing import Any
 import pandas as pd
 
 from planexec.errors import PlanexecError
-from planexec.tools.data.coercion import as_dates, as_numbers
+from planexec.tools.data.coercion import as_numbers
+from planexec.tools.data.dates import as_dates
 from planexec.tools.data.reading import EXCEL_SUFFIXES, TEXT_SUFFIXES, is_text, read_dataset
 from planexec.tools.workspace import Workspace, use_workspace
 

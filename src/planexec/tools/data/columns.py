@@ -9,7 +9,8 @@ from typing import Any, Literal
 import pandas as pd
 
 from planexec.errors import ToolError
-from planexec.tools.data.coercion import Coerced, as_dates, as_numbers
+from planexec.tools.data.coercion import Coerced, as_numbers
+from planexec.tools.data.dates import as_dates
 from planexec.tools.data.reading import ReadOptions, Source, read_dataset
 
 Period = Literal["D", "W", "M", "Q", "Y"]
