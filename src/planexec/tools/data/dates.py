@@ -24,16 +24,17 @@ def as_dates(series: pd.Series[Any], name: str, date_format: str | None = None) 
         return _excel(series, name, date_format, hint)
     if not is_text(series):
         raise ToolError(f"column {name!r} holds {series.dtype} values, not dates")
-    text = series.astype("string")
     if date_format == "excel":
-        return _excel(pd.to_numeric(text, errors="coerce"), name, date_format, hint)
-    fmt = _text_format(pd.Series(text.dropna().unique()), name, date_format, hint)
+        return _excel(pd.to_numeric(series, errors="coerce"), name, date_format, hint)
+    distinct = pd.Series(series.unique()).dropna().astype("string")
+    fmt = _text_format(distinct, name, date_format, hint)
 
     def parse(values: pd.Series[Any]) -> pd.Series[Any]:
-        return _naive_utc(pd.to_datetime(values, format=fmt, errors="coerce", utc=True))
+        text = values.astype("string")
+        return _naive_utc(pd.to_datetime(text, format=fmt, errors="coerce", utc=True))
 
     try:
-        parsed = per_unique(text, parse)
+        parsed = per_unique(series, parse)
     except ValueError as exc:  # a bad strftime directive given in options.date_format
         raise ToolError(f"column {name!r}: date_format {fmt!r} is not usable: {exc}") from None
     return checked(name, series, parsed, "dates", hint)

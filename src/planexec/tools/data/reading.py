@@ -149,10 +149,15 @@ def is_text(series: pd.Series[Any]) -> bool:
 def _trimmed(frame: pd.DataFrame) -> pd.DataFrame:
     """Strip the spaces around text values; a blank value is a missing one."""
     for col in frame.columns:
-        if is_text(frame[col]):
-            stripped = frame[col].str.strip() if _all_text(frame[col]) else frame[col]
-            frame[col] = stripped.replace("", None)
+        if is_text(frame[col]) and _all_text(frame[col]) and _needs_trim(frame[col]):
+            frame[col] = frame[col].str.strip().replace("", None)
     return frame
+
+
+def _needs_trim(series: pd.Series[Any]) -> bool:
+    """Say whether any distinct value has spaces around it or is blank (no column copy)."""
+    distinct = pd.Series(series.unique()).dropna().astype("string")
+    return bool((distinct.str.strip() != distinct).any() or (distinct == "").any())
 
 
 def _all_text(series: pd.Series[Any]) -> bool:
