@@ -116,7 +116,7 @@ def test_every_approval_is_asked_under_an_ai_message_that_shows_the_plan(graph, 
     graph.invoke({"messages": [{"role": "user", "content": "say hello"}]}, config, context=ctx())
     shown, n = last()
     assert shown.type == "ai" and n == 2
-    assert "**Plan v1**" in shown.content and "| 1 | echo |" in shown.content
+    assert "**Plan v1**" in shown.content and "| 1 | `echo` |" in shown.content
     graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config, context=ctx())
     assert last()[0].content == "hello"
 

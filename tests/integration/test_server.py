@@ -355,7 +355,7 @@ def test_every_answer_style_over_the_api(server, server_root, tmp_path):
         asked = pending["value"]
         assert asked["action_requests"][0]["name"] == "run_plan"
         assert asked["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
-        assert asked["config"]["allow_respond"] and "| 1 | list_files |" in asked["description"]
+        assert asked["config"]["allow_respond"] and "| 1 | `list_files` |" in asked["description"]
         (ws / "notes.md").unlink(missing_ok=True)
         await client.runs.wait(tid, "planexec", command={"resume": answer}, context=context)
         state = await client.threads.get_state(tid)
