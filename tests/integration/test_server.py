@@ -430,4 +430,9 @@ def test_plan_steps_stream_over_the_api_and_stay_out_of_messages(server, server_
         ("planner", 1, "list_files"),
         ("planner", 2, "list_files"),
     ]
-    assert "list_files" not in json.dumps(messages)  # no planner chunk in the chat stream
+    # no planner chunk in the chat stream: the plan shows there once, as the approval's message
+    nodes = [meta.get("langgraph_node") for _, meta in messages]
+    assert "planner" not in nodes
+    showing = [m["content"] for m, _ in messages if "list_files" in str(m)]
+    assert len(showing) == 1 and showing[0].count("`list_files`") == 2
+    assert nodes.count("approval") == 1
