@@ -3,8 +3,10 @@
 Studio's chat mode and Agent Chat UI speak ``messages``: a run may start from
 ``{"messages": [{"role": "user", "content": "Sum the sales"}]}`` as well as from
 ``{"task": "Sum the sales"}``. Either way the thread's ``messages`` hold the task as a human
-message (so a UI always has a message at the approval) and the finalizer's answer as an AI one;
-a new human message on a finished thread starts a new task, with a new approval.
+message and the finalizer's answer as an AI one; a new human message on a finished thread
+starts a new task, with a new approval. Each approval is asked under an AI message showing the
+plan (and why a previous answer was refused): chat UIs draw an interrupt's controls under the
+last message only when it is an AI message.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
+from planexec.review.request import ApprovalRequest
 from planexec.state import FinalResult
 
 
@@ -43,8 +46,24 @@ def input_task(value: dict[str, Any]) -> str | None:
 
 
 def answer_message(final: FinalResult) -> AIMessage:
-    """Return the run's answer as the chat shows it: the answer, then the files it made."""
+    """Return the run's answer as the chat shows it: the answer (no images), then its files."""
+    # "![" escaped: a chat UI renders the answer as Markdown, and an image in a step's output
+    # would be fetched by the reader's browser at once (a link needs a click)
     text = final["answer"]
     if final["artifacts"]:
         text += "\n\nFiles: " + ", ".join(final["artifacts"])
-    return AIMessage(text, name="planexec")
+    return AIMessage(text.replace("![", "\\!["), name="planexec")
+
+
+def approval_message(request: ApprovalRequest, position: int) -> AIMessage:
+    """Return the chat message an approval is asked under: the plan, and any refusal's reason.
+
+    ``position`` (the number of messages before it) makes its id unique in the thread.
+    """
+    error = request["error"]
+    lines = [f"**Your answer was not accepted:** {error}", ""] if error else []
+    lines.append(request["description"])
+    allowed = request["review_configs"][0]["allowed_decisions"]
+    lines += ["", f"This plan awaits your decision: {', '.join(allowed)}."]
+    message_id = f"planexec-approval-{position}-{request['digest'][:12]}"
+    return AIMessage("\n".join(lines), name="planexec", id=message_id)

@@ -15,14 +15,15 @@ def after_planner(state: State) -> Literal["approval", "finalizer"]:
 def after_approval(state: State) -> Literal["executor", "planner", "finalizer", "approval"]:
     """Approved (or edited) plans run; rejected ones go back to the planner; cancel ends.
 
-    A refused answer asks again (one interrupt per node run, so decisions are never re-judged).
+    A refused answer asks again (one interrupt per node run, so decisions are never re-judged),
+    and so does a run that only showed the plan in the chat (``presented``).
     """
     action = (state.get("approval") or {}).get("action")
     if action == "reject":
         return "planner"
     if action == "cancel":
         return "finalizer"
-    if action == "refused":
+    if action in ("refused", "presented"):
         return "approval"
     return "executor"
 

@@ -14,7 +14,9 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 StepStatus = Literal["pending", "succeeded", "failed", "skipped"]
-ApprovalAction = Literal["approve", "edit", "reject", "cancel", "auto", "refused", "not_approved"]
+ApprovalAction = Literal[
+    "approve", "edit", "reject", "cancel", "auto", "refused", "not_approved", "presented"
+]
 Decision = Literal["finish", "retry", "replan", "give_up"]
 FinalStatus = Literal["succeeded", "partial", "failed", "cancelled"]
 

@@ -137,7 +137,8 @@ def test_a_fork_as_approval_that_adds_a_write_does_not_run_it(
     config = thread()
     asked = ask(graph, ctx, config)
     resume(graph, ctx, config, {"action": "approve", "digest": asked["digest"]})
-    at_approval = next(h for h in graph.get_state_history(config) if h.next == ("approval",)).config
+    asking = [h for h in graph.get_state_history(config) if h.next == ("approval",)]
+    at_approval = asking[-1].config  # as the planner left it (later: the plan shown in the chat)
     added = {
         **asked["plan"],
         "steps": [
@@ -152,6 +153,11 @@ def test_a_fork_as_approval_that_adds_a_write_does_not_run_it(
     assert not (workspace / "x.txt").exists()
     assert again["side_effect_tools"] == ["write_file"]
     assert graph.get_state(fork).values["approved"] is None
+    # forked where the plan was already shown in the chat: asked again, not run either
+    fork = graph.update_state(asking[0].config, {"plan": added}, as_node="approval")
+    again = graph.invoke(None, fork, context=ctx())["__interrupt__"][0].value
+    assert again["side_effect_tools"] == ["write_file"] and again["origin"] == "state edit"
+    assert not (workspace / "x.txt").exists()
 
 
 # 3. Answers are bound to what the reviewer saw.

@@ -70,7 +70,7 @@ def test_the_interrupt_is_both_hitl_requests_with_a_published_answer_schema(grap
     request = pending.value["action_requests"][0]
     assert request["name"] == "run_plan"
     assert request["args"] == {"goal": FIRST["goal"], "steps": pending.value["plan"]["steps"]}
-    assert "| 2 | echo |" in request["description"]
+    assert "| 2 | `echo` |" in request["description"]
     assert pending.value["plan"]["version"] == 1  # planexec's own keys are all still there
 
 

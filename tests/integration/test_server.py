@@ -355,7 +355,7 @@ def test_every_answer_style_over_the_api(server, server_root, tmp_path):
         asked = pending["value"]
         assert asked["action_requests"][0]["name"] == "run_plan"
         assert asked["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
-        assert asked["config"]["allow_respond"] and "| 1 | list_files |" in asked["description"]
+        assert asked["config"]["allow_respond"] and "| 1 | `list_files` |" in asked["description"]
         (ws / "notes.md").unlink(missing_ok=True)
         await client.runs.wait(tid, "planexec", command={"resume": answer}, context=context)
         state = await client.threads.get_state(tid)
@@ -430,4 +430,9 @@ def test_plan_steps_stream_over_the_api_and_stay_out_of_messages(server, server_
         ("planner", 1, "list_files"),
         ("planner", 2, "list_files"),
     ]
-    assert "list_files" not in json.dumps(messages)  # no planner chunk in the chat stream
+    # no planner chunk in the chat stream: the plan shows there once, as the approval's message
+    nodes = [meta.get("langgraph_node") for _, meta in messages]
+    assert "planner" not in nodes
+    showing = [m["content"] for m, _ in messages if "list_files" in str(m)]
+    assert len(showing) == 1 and showing[0].count("`list_files`") == 2
+    assert nodes.count("approval") == 1

@@ -9,7 +9,7 @@ from langchain.agents.middleware.human_in_the_loop import HITLRequest, HITLRespo
 from langgraph.prebuilt.interrupt import HumanInterrupt, HumanResponse
 from pydantic import TypeAdapter
 
-from planexec.review import hitl
+from planexec.review import describe, hitl
 from planexec.state import PlanDoc
 
 PLAN: PlanDoc = {
@@ -44,8 +44,8 @@ def strict(kind):
 
 
 def request(can_approve=True):
-    calls = hitl.estimate_model_calls(PLAN, max_turns=6, judge=True)
-    text = hitl.describe(PLAN, ["write_file"], calls, [])
+    calls = describe.estimate_model_calls(PLAN, max_turns=6, judge=True)
+    text = describe.describe(PLAN, ["write_file"], calls, [])
     return hitl.requests(PLAN, text, can_approve=can_approve)
 
 
@@ -62,9 +62,9 @@ def test_the_request_is_a_v1_hitl_request_and_a_legacy_agent_inbox_interrupt():
 
 def test_the_description_is_a_markdown_table_with_side_effects_and_model_calls():
     text = request()["description"]
-    assert '| 1 | read_csv | {"path": "sales.csv"} |  |' in text
-    assert "| 2 | model (write_file) | write \\| a summary | 1 |" in text  # one line, pipe escaped
-    assert "Side-effecting tools: write_file." in text
+    assert '| 1 | `read_csv` | `{"path": "sales.csv"}` |  |' in text
+    assert "| 2 | model (`write_file`) | write \\| a summary | 1 |" in text  # one line, escaped
+    assert "Side-effecting tools: `write_file`." in text
     assert "Model calls to run it: 2 to 7 (if no step is retried)." in text
 
 
@@ -179,3 +179,45 @@ def test_planexec_answers_pass_unchanged(answer):
 def test_names_in_a_legacy_accept_are_kept_to_be_checked():
     answer = [{"type": "accept", "args": {"digest": "d", "version": 2}}]
     assert hitl.planexec_answer(answer) == {"action": "approve", "digest": "d", "version": 2}
+
+
+def rendered(markdown: str) -> list:
+    """Parse Markdown as a chat UI renders it (CommonMark with GFM tables, raw HTML on)."""
+    from markdown_it import MarkdownIt
+
+    def walk(tokens):
+        for token in tokens:
+            yield token
+            yield from walk(token.children or [])
+
+    return list(walk(MarkdownIt("commonmark").enable("table").parse(markdown)))
+
+
+HOSTILE = [
+    "![pixel](http://127.0.0.1:9/leak.png?d=secret)",
+    "<img src='http://127.0.0.1:9/x.png'>",
+    "[click](http://127.0.0.1:9/)",
+    "<http://127.0.0.1:9/>",
+    "`code` | pipe ``two`` *bold* _it_ \\![x](y)",
+]
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_a_plan_cannot_put_images_links_or_html_in_the_reviewers_chat(text):
+    """The description is rendered as Markdown in Agent Chat UI's chat: an image in a plan's
+    goal or args was fetched by the reviewer's browser as soon as the approval showed."""
+    plan: PlanDoc = {
+        **PLAN,
+        "goal": text,
+        "steps": [
+            {**PLAN["steps"][0], "args": {"path": text}},
+            {**PLAN["steps"][1], "description": text},
+        ],
+    }
+    calls = describe.estimate_model_calls(plan, max_turns=6, judge=False)
+    tokens = rendered(describe.describe(plan, ["write_file"], calls, [text]))
+    kinds = {t.type for t in tokens}
+    assert not kinds & {"image", "link_open", "html_inline", "html_block"}, kinds
+    assert "table_open" in kinds and sum(t.type == "tr_open" for t in tokens) == 3
+    shown = "".join(t.content for t in tokens if t.type in ("text", "code_inline"))
+    assert text.replace("\\", "") in shown.replace("\\", "")  # all of it is still shown

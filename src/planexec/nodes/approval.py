@@ -9,6 +9,10 @@ approving an invalid plan) is recorded in state with its reason and the node run
 anew. Recorded decisions are never re-judged, so replaying the thread cannot turn a refused
 answer into an accepted one.
 
+A node run that will ask first puts the question under an AI message showing the plan (and
+why a previous answer was refused): it writes that message, records ``presented`` and runs
+again to ask (chat UIs draw an interrupt's controls under the last message if it is an AI one).
+
 Every plan is validated here, whichever way it reached state (planner, replanner, a state edit
 or a fork), and only this node writes ``approved``: the executor runs a plan only if its digest
 is the approved one.
@@ -22,6 +26,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
+from planexec.conversation import approval_message
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of, topological_order
 from planexec.records import pending_record, record_key
@@ -80,6 +85,14 @@ def review(
     if not problems and not needs_approval(state, policy, tools, digest):
         return _approved(plan, digest, "auto")
     request = approval_request(state, plan, digest, problems, tools, ctx)
+    if (state.get("approval") or {}).get("action") != "presented":
+        # a plan changed by a state edit while asked is asked at once (not shown first): the
+        # answer pending for the old plan must reach this interrupt, to be refused with why
+        record = ApprovalRecord(action="presented", version=plan["version"], digest=digest)
+        if request["error"]:
+            record["error"] = request["error"]  # still shown when the question is asked
+        message = approval_message(request, len(state.get("messages") or []))
+        return {"messages": [message], "approval": record}
     answer = interrupt(request, response_schema=response_schema())
     try:
         return _decide(state, plan, digest, problems, limit, answer, tools)

@@ -5,6 +5,8 @@
 * :mod:`~planexec.review.checks`: is the plan valid, and does an answer name this plan.
 * :mod:`~planexec.review.policy`: whether a plan needs a human at all.
 * :mod:`~planexec.review.request`: what the interrupt shows the reviewer.
+* :mod:`~planexec.review.describe`: the plan in Markdown (steps, side effects, model calls),
+  its own words never read as markup.
 * :mod:`~planexec.review.hitl`: the same request and answers in the ecosystem's
   human-in-the-loop shapes (LangChain v1's middleware, the legacy Agent Inbox).
 """

@@ -7,6 +7,7 @@ answered with ``[{"type": "accept" | "edit" | "response" | "ignore", "args": ...
 ``create-agent-chat-app``). planexec's interrupt carries its own keys and both requests, one
 action (:data:`ACTION`) whose args are the plan; :func:`planexec_answer` reads an answer in
 either style into planexec's own (``{"action": "approve" | "edit" | "reject" | "cancel"}``).
+The description both requests carry is :func:`planexec.review.describe.describe`'s.
 """
 
 from __future__ import annotations
@@ -22,15 +23,12 @@ from langchain.agents.middleware.human_in_the_loop import (
 )
 from langgraph.prebuilt.interrupt import ActionRequest as LegacyActionRequest
 from langgraph.prebuilt.interrupt import HumanInterruptConfig
-from typing_extensions import TypedDict
 
 from planexec.state import PlanDoc
 from planexec.storable import unstorable_reason
 
 ACTION = "run_plan"
 """The one action the approval asks about: run this plan."""
-ARG_CELL = 80
-"""Characters of a step's args shown in the description's table."""
 
 
 class HitlFields(HITLRequest):
@@ -41,13 +39,6 @@ class HitlFields(HITLRequest):
     description: str
 
 
-class ModelCallEstimate(TypedDict):
-    """Model calls the plan needs if no step is retried: at least ``low``, at most ``high``."""
-
-    low: int
-    high: int
-
-
 class HitlAnswerError(ValueError):
     """A human-in-the-loop answer planexec cannot read; the message says why."""
 
@@ -55,41 +46,6 @@ class HitlAnswerError(ValueError):
 def plan_args(plan: PlanDoc) -> dict[str, Any]:
     """Return the action's args: what a reviewer may edit (the goal and the steps)."""
     return {"goal": plan["goal"], "steps": plan["steps"]}
-
-
-def estimate_model_calls(plan: PlanDoc, *, max_turns: int, judge: bool) -> ModelCallEstimate:
-    """Model calls running ``plan`` takes: its model steps' turns, and the judge's one call."""
-    model_steps = sum(1 for s in plan["steps"] if s["tool"] is None)
-    return ModelCallEstimate(
-        low=model_steps + int(judge), high=model_steps * max_turns + int(judge)
-    )
-
-
-def describe(
-    plan: PlanDoc, side_effect_tools: list[str], calls: ModelCallEstimate, problems: list[str]
-) -> str:
-    """Describe the plan for a reviewer in Markdown: steps, side effects, model calls."""
-    lines = [
-        f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
-        "",
-        "| # | tool | args | after |",
-        "|---|------|------|-------|",
-    ]
-    for step in plan["steps"]:
-        tool = step["tool"] or "model" + (f" ({', '.join(step['tools'])})" if step["tools"] else "")
-        args = json.dumps(step["args"], ensure_ascii=False) if step["tool"] else step["description"]
-        after = ", ".join(str(d) for d in step["depends_on"])
-        lines.append(f"| {step['id']} | {_cell(tool, 60)} | {_cell(args, ARG_CELL)} | {after} |")
-    lines += [
-        "",
-        "Side-effecting tools: " + (", ".join(side_effect_tools) or "none") + ".",
-        f"Model calls to run it: {calls['low']}"
-        + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")
-        + " (if no step is retried).",
-    ]
-    if problems:
-        lines += ["", "**Cannot run as it is:** " + "; ".join(_cell(p, 200) for p in problems)]
-    return "\n".join(lines)
 
 
 def requests(plan: PlanDoc, description: str, *, can_approve: bool) -> HitlFields:
@@ -208,9 +164,3 @@ def json_text(text: str, what: str) -> Any:
     if reason is not None:
         raise HitlAnswerError(f"{what}: {reason}")
     return value
-
-
-def _cell(text: str, limit: int) -> str:
-    """``text`` fit for one Markdown table cell: one line, pipes escaped, cut at ``limit``."""
-    one_line = " ".join(text.split()).replace("|", "\\|")
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from planexec.context import Context
 from planexec.plandoc import plan_tools
-from planexec.review import hitl
+from planexec.review import describe, hitl
 from planexec.review.decisions import SHAPES
 from planexec.review.hitl import HitlFields
 from planexec.state import PlanDoc, State
@@ -45,10 +45,13 @@ def approval_request(
     """Build the interrupt's payload: the plan, what identifies it, and why it is asked again."""
     proposed = state.get("proposed")
     previous = state.get("approval") or {}
-    error = previous.get("error") if previous.get("action") in ("refused", "not_approved") else None
+    asked_again = previous.get("action") in ("refused", "not_approved", "presented")
+    error = previous.get("error") if asked_again else None
     side_effects = [t for t in plan_tools(plan) if tools.has_side_effects(t)]
-    calls = hitl.estimate_model_calls(plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge)
-    description = hitl.describe(plan, side_effects, calls, problems)
+    calls = describe.estimate_model_calls(
+        plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge
+    )
+    description = describe.describe(plan, side_effects, calls, problems)
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",

@@ -1,0 +1,88 @@
+"""The plan in Markdown for a reviewer: its steps, side-effecting tools and model calls.
+
+Chat UIs render it (Agent Chat UI shows it in the chat, above the approval's controls): the
+plan's own words are shown as text or code, never as Markdown, so a plan cannot show an image
+(which the reviewer's browser would fetch at once), a link or HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typing_extensions import TypedDict
+
+from planexec.state import PlanDoc
+
+ARG_CELL = 80
+"""Characters of a step's args shown in the description's table."""
+MARKUP = re.compile(r"([\\`*_\[\]<>!|~])")
+"""Characters that start Markdown markup (links, images, HTML, code, emphasis, table cells)."""
+
+
+class ModelCallEstimate(TypedDict):
+    """Model calls the plan needs if no step is retried: at least ``low``, at most ``high``."""
+
+    low: int
+    high: int
+
+
+def estimate_model_calls(plan: PlanDoc, *, max_turns: int, judge: bool) -> ModelCallEstimate:
+    """Model calls running ``plan`` takes: its model steps' turns, and the judge's one call."""
+    model_steps = sum(1 for s in plan["steps"] if s["tool"] is None)
+    return ModelCallEstimate(
+        low=model_steps + int(judge), high=model_steps * max_turns + int(judge)
+    )
+
+
+def describe(
+    plan: PlanDoc, side_effect_tools: list[str], calls: ModelCallEstimate, problems: list[str]
+) -> str:
+    """Describe the plan for a reviewer in Markdown: steps, side effects, model calls."""
+    lines = [
+        f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
+        "",
+        "| # | tool | args | after |",
+        "|---|------|------|-------|",
+    ]
+    for step in plan["steps"]:
+        if step["tool"]:
+            tool = _code(step["tool"], 60)
+            args = _code(json.dumps(step["args"], ensure_ascii=False), ARG_CELL)
+        else:
+            tool = "model" + (f" ({_code(', '.join(step['tools']), 60)})" if step["tools"] else "")
+            args = _cell(step["description"], ARG_CELL)
+        after = ", ".join(str(d) for d in step["depends_on"])
+        lines.append(f"| {step['id']} | {tool} | {args} | {after} |")
+    lines += [
+        "",
+        "Side-effecting tools: "
+        + (", ".join(_code(t, 60, table=False) for t in side_effect_tools) or "none")
+        + ".",
+        f"Model calls to run it: {calls['low']}"
+        + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")
+        + " (if no step is retried).",
+    ]
+    if problems:
+        lines += ["", "**Cannot run as it is:** " + "; ".join(_cell(p, 200) for p in problems)]
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
+
+
+def _cell(text: str, limit: int) -> str:
+    """``text`` as plain text in one Markdown table cell: one line, markup escaped, cut."""
+    return MARKUP.sub(r"\\\1", _one_line(text, limit))
+
+
+def _code(text: str, limit: int, *, table: bool = True) -> str:
+    """``text`` as a code span (nothing in it is markup), by default in a table cell."""
+    content = _one_line(text, limit)
+    if table:
+        content = content.replace("|", "\\|")  # GFM: a pipe ends the cell even in a code span
+    fence = "`" * (max((len(run) for run in re.findall("`+", content)), default=0) + 1)
+    pad = " " if content.startswith("`") or content.endswith("`") else ""
+    return f"{fence}{pad}{content}{pad}{fence}"
