@@ -35,7 +35,10 @@ class Progress:
             self.board.made(event["plan"], str(event.get("by")))
         elif kind == "plan_step":
             by = "replanner" if event.get("by") == "replanner" else "planner"
-            self.activity.relabel(by, f"{WORK[by][0]} ({event.get('index', 0) + 1} steps so far)")
+            written = event.get("index", 0)  # 1 for the first step
+            self.activity.relabel(
+                by, f"{WORK[by][0]} ({written} step{'' if written == 1 else 's'} so far)"
+            )
         elif kind == "step_started":
             sid = event.get("step")
             tool = str(event.get("tool") or "model")

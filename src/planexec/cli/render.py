@@ -42,16 +42,19 @@ def id_ranges(ids: Iterable[int]) -> str:
 
 
 def plan_table(plan: PlanDoc, records: Mapping[str, StepRecord] | None = None) -> Table:
-    """Return a plan as a table: every field the approval's digest covers, and step statuses."""
-    records = records or {}
+    """Return a plan as a table: every field the approval's digest covers.
+
+    With ``records`` (a run's step records) it also shows each step's status.
+    """
+    columns = ("id", "tool", "args", "description", "after", "status")
     title = f"Plan v{plan.get('version', '?')}: {plan.get('goal', '')}"
     table = Table(title=title, title_justify="left")
-    for column in ("id", "tool", "args", "description", "after", "status"):
+    for column in columns if records is not None else columns[:-1]:
         table.add_column(column, overflow="fold")
     for step in plan.get("steps", []):
-        status = str(records.get(str(step["id"]), {}).get("status", "pending"))
+        status = str((records or {}).get(str(step["id"]), {}).get("status", "pending"))
         expected = step.get("expected_output") or ""
-        table.add_row(
+        cells = (
             str(step["id"]),
             tool_cell(step),
             json.dumps(step.get("args", {}), ensure_ascii=False, default=str),
@@ -59,6 +62,7 @@ def plan_table(plan: PlanDoc, records: Mapping[str, StepRecord] | None = None) -
             id_ranges(step.get("depends_on", [])),
             styled((status, STATUS_STYLE.get(status, ""))),
         )
+        table.add_row(*cells[: len(table.columns)])
     return table
 
 
