@@ -172,3 +172,15 @@ def test_approval_never_still_shows_the_plan_that_runs(tmp_path):
     assert code == 0, text
     assert "plan v1 runs (planned; no approval needed):" in text and "Plan v1: look around" in text
     assert text.index("Plan v1: look around") < text.index("▶ step 1 running")
+
+
+def test_ctrl_c_while_the_planner_works_exits_130_with_the_resume_command(tmp_path):
+    planner = script(tmp_path / "p.json", plan_of(step(1, "list_files", {})))
+    child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",
+                  delay=3)  # fmt: skip
+    child.expect(r"writing the plan \d+\.\ds")
+    child.sendintr()
+    text, code = finish(child)
+    assert code == 130, text
+    assert re.search(r"interrupted; .* planexec resume [0-9a-f-]{36}", text)
+    assert "Traceback" not in text
