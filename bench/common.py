@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import random
+import shutil
 import tempfile
 import time
 import uuid
@@ -17,8 +19,12 @@ from planexec import Context
 from planexec.runs import Runs, new_run
 from planexec.tools import ToolRegistry
 
-# every benchmark thread works in its own folder under one throwaway root
-os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="planexec-bench-"))
+# every temp folder a benchmark makes (workspaces, databases) goes under one root, removed
+# when the process ends; each benchmark thread works in its own folder below it
+TEMP_ROOT = tempfile.mkdtemp(prefix="planexec-bench-")
+tempfile.tempdir = TEMP_ROOT
+atexit.register(shutil.rmtree, TEMP_ROOT, ignore_errors=True)
+os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="workspaces-"))
 
 
 def build_graph(**kwargs: Any) -> Any:

@@ -1,21 +1,44 @@
-"""planexec: turn a goal into an explicit, human-approved plan and run it with LangGraph."""
+"""planexec: turn a goal into an explicit, human-approved plan and run it with LangGraph.
 
-from planexec.context import Context
-from planexec.errors import ConfigurationError, PlanexecError
-from planexec.graph import build_graph
-from planexec.plan import Plan, PlanValidationError, Step, validate_plan
-from planexec.runs import (
-    RunError,
-    RunRequest,
-    RunResult,
-    Runs,
-    ThreadState,
-    aopen_saver,
-    new_run,
-    open_saver,
-)
-from planexec.sandbox import Sandbox, SandboxError
-from planexec.tools import ToolRegistry, Workspace, default_registry, use_workspace
+Names load on first use (PEP 562), so ``import planexec`` and ``planexec --help`` are fast:
+building the graph loads LangGraph, LangChain and pandas only when something needs them.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+try:
+    __version__ = version("planexec")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0.0.0+unknown"
+
+_WHERE = {
+    "ConfigurationError": "planexec.errors",
+    "Context": "planexec.context",
+    "Plan": "planexec.plan",
+    "PlanValidationError": "planexec.plan",
+    "PlanexecError": "planexec.errors",
+    "RunError": "planexec.runs",
+    "RunRequest": "planexec.runs",
+    "RunResult": "planexec.runs",
+    "Runs": "planexec.runs",
+    "Sandbox": "planexec.sandbox",
+    "SandboxError": "planexec.sandbox",
+    "Step": "planexec.plan",
+    "ThreadState": "planexec.runs",
+    "ToolRegistry": "planexec.tools",
+    "Workspace": "planexec.tools",
+    "aopen_saver": "planexec.runs",
+    "build_graph": "planexec.graph",
+    "default_registry": "planexec.tools",
+    "new_run": "planexec.runs",
+    "open_saver": "planexec.runs",
+    "use_workspace": "planexec.tools",
+    "validate_plan": "planexec.plan",
+}
 
 __all__ = [
     "ConfigurationError",
@@ -33,6 +56,7 @@ __all__ = [
     "ThreadState",
     "ToolRegistry",
     "Workspace",
+    "__version__",
     "aopen_saver",
     "build_graph",
     "default_registry",
@@ -41,3 +65,35 @@ __all__ = [
     "use_workspace",
     "validate_plan",
 ]
+
+if TYPE_CHECKING:
+    from planexec.context import Context
+    from planexec.errors import ConfigurationError, PlanexecError
+    from planexec.graph import build_graph
+    from planexec.plan import Plan, PlanValidationError, Step, validate_plan
+    from planexec.runs import (
+        RunError,
+        RunRequest,
+        RunResult,
+        Runs,
+        ThreadState,
+        aopen_saver,
+        new_run,
+        open_saver,
+    )
+    from planexec.sandbox import Sandbox, SandboxError
+    from planexec.tools import ToolRegistry, Workspace, default_registry, use_workspace
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module the first time it is used."""
+    if name not in _WHERE:
+        raise AttributeError(f"module 'planexec' has no attribute {name!r}")
+    value = getattr(import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """List the public names (loaded or not)."""
+    return sorted(set(globals()) | set(_WHERE))

@@ -151,13 +151,14 @@ def test_unanswered_prompt_pauses_and_resume_continues(env):
 
 
 def test_a_failed_run_exits_non_zero(env):
+    (env / "ws" / "folder").mkdir(parents=True)
     plan_file = env / "plan.json"
-    plan_file.write_text(json.dumps(plan_of(step(1, "read_file", {"path": "missing.txt"}))))
+    plan_file.write_text(json.dumps(plan_of(step(1, "read_file", {"path": "folder"}))))
     result = invoke(
         "run", "--plan", str(plan_file), "--workspace", "ws", "--yes", "--max-replans", "0"
     )
-    assert result.exit_code == 1
-    assert "does not exist in the workspace" in result.output
+    assert result.exit_code == 1, result.output
+    assert "✘ step 1 failed" in result.output and "[read_file] failed" in result.output
 
 
 @pytest.mark.parametrize(

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 
-from rich.prompt import Prompt
 from typer.testing import CliRunner
 
 from planexec import build_graph
 from planexec.cli import app
+from planexec.cli.ui import LiteralConsole
 from planexec.persistence import sqlite_saver
 from tests.helpers import plan_of, step
 
@@ -39,7 +39,7 @@ def test_a_plan_changed_while_the_user_looks_is_shown_again_not_run(tmp_path, mo
                 graph.update_state(config, {"plan": changed}, as_node="planner")
         return "approve"
 
-    monkeypatch.setattr(Prompt, "ask", answer)
+    monkeypatch.setattr(LiteralConsole, "input", lambda self, prompt, **kw: answer(prompt))
     result = runner.invoke(
         app,
         [

@@ -1,133 +1,144 @@
-"""What the commands do, on the runs API: start, resume, show and list runs."""
+"""What the run commands do, on the runs API: start, resume, and the offline demo."""
 
 from __future__ import annotations
 
 import json
-import sys
-from contextlib import nullcontext, redirect_stdout
+import time
+import uuid
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from planexec.cli.guard import EXIT_FAILED
-from planexec.cli.render import Progress, console, print_outcome
-from planexec.cli.review import Reviewer
-from planexec.cli.views import print_thread, threads_table
-from planexec.context import Context
-from planexec.errors import PlanexecError
-from planexec.outputs import OutputStore, output_of
-from planexec.runs import RunRequest, Runs, ThreadState, new_run, redact, sandbox_for
-from planexec.sandbox import default_outputs_dir
+from planexec.cli.guard import EXIT_FAILED, UserError
+from planexec.cli.listing import Session, database, existing, show, threads
+from planexec.cli.outcome import print_outcome
+from planexec.cli.preflight import missing_inputs, missing_message
+from planexec.cli.watch import Watch, planner_problem
+from planexec.context import Context, InvalidContextError
+from planexec.runs import Runs, new_run, sandbox_for
+from planexec.runs.request import saved_context
+from planexec.sandbox import check_thread_id
+from planexec.tools import default_registry
 
-
-class UserError(PlanexecError):
-    """A mistake the user can fix; printed as one line."""
-
-
-class Session:
-    """One invocation's choices: approve everything (--yes), print JSON on stdout (--json)."""
-
-    def __init__(self, *, yes: bool = False, as_json: bool = False) -> None:
-        """Send the lines for people to stderr when stdout carries JSON."""
-        self.yes, self.as_json = yes, as_json
-        self.out = console(stderr=as_json)
+__all__ = ["NewRun", "Session", "database", "demo", "resume", "show", "start", "threads"]
+DEMO_NOTE = "this demo's plan was recorded; it uses none"
 
 
 @dataclass(frozen=True)
 class NewRun:
-    """The ``run`` command's arguments."""
+    """The ``run`` command's arguments (``options``: context fields given, None when not)."""
 
     task: str | None
     plan_file: Path | None
     data: list[Path]
-    thread_id: str
+    thread_id: str | None
     folder: str | None
-    context: Context
+    options: dict[str, Any]
 
 
-async def start(new: NewRun, db: str, session: Session) -> int:
-    """Check and start a run, printing progress; return the exit code."""
-    folder = new.folder if new.folder is not None else Path("planexec-runs") / new.thread_id
+def make_context(options: dict[str, Any]) -> Context:
+    """Make the run's context from the options given (unset ones keep their defaults)."""
+    try:
+        return Context(**{k: v for k, v in options.items() if v is not None})
+    except InvalidContextError as exc:
+        raise UserError(str(exc)) from None
+
+
+async def start(new: NewRun, db: str, session: Session, *, note: str | None = None) -> int:
+    """Check and start a run, showing it live; return the exit code.
+
+    ``note`` says why the run has no planner model (the demo), without asking the model.
+    """
     if not new.task and new.plan_file is None:
         raise UserError("give a TASK, or --plan with a plan file")
-    request = new_run(
-        new.task, plan=new.plan_file, workspace=folder, data=new.data,
-        thread_id=new.thread_id, context=new.context, db=db,
-    )  # fmt: skip
-    out = session.out
-    out.print(f"thread {request.thread_id} · workspace {_root(request)}")
-    progress, reviewer = Progress(out), Reviewer(out, yes=session.yes, thread_id=new.thread_id)
+    if new.task and new.data and Path(new.task).is_file():
+        raise UserError(f"{new.task} is a file, not a task: give each data file its own --data")
+    context, clock = make_context(new.options), time.monotonic()
+    tid = check_thread_id(new.thread_id if new.thread_id is not None else str(uuid.uuid4()))
+    folder = new.folder if new.folder is not None else Path("planexec-runs") / tid
+    sandbox_for(folder, db)  # a folder holding the database is refused before it is opened
+    for item in new.data:  # before anything is copied or asked of a model
+        if not item.is_file():
+            raise UserError(f"data file {item} does not exist or is not a file")
+    missing_model = note or planner_problem(context)
+    if new.task and new.plan_file is None and missing_model:  # no plan could be made
+        raise UserError(missing_model)
     async with Runs.aopen(db) as runs:
-        # with --json, stdout carries only the result: whatever tools print goes to stderr
-        with redirect_stdout(sys.stderr) if session.as_json else nullcontext():
-            result = await runs.astart(request, on_event=progress, decide=reviewer)
-    return report(result.values, result.thread_id, _root(request), session)
+        if await runs.aget(tid) is not None:  # before any file is copied
+            raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
+        request = new_run(
+            new.task, plan=new.plan_file, workspace=folder, data=new.data,
+            thread_id=tid, context=context, db=db,
+        )  # fmt: skip
+        root = request.sandbox.root if request.sandbox else Path(folder)
+        if request.plan is not None:
+            missing = missing_inputs(request.plan, root, default_registry())
+            if missing:
+                raise UserError(missing_message(missing, root))
+        session.out.print(f"thread {tid} · workspace {root}")
+        watch = Watch(
+            session.out, tid, yes=session.yes, judge=context.llm_judge,
+            as_json=session.as_json, planner_missing=missing_model,
+        )  # fmt: skip
+        result = await watch.run(
+            runs.astart(request, on_event=watch.progress, decide=watch.reviewer)
+        )
+    return report(result.values, tid, str(root), session, time.monotonic() - clock)
 
 
 async def resume(thread_id: str, db: str, session: Session) -> int:
     """Continue a paused or interrupted run; return the exit code."""
-    out = session.out
+    clock = time.monotonic()
     async with Runs.aopen(db) as runs:
-        thread = _exists(await runs.aget(thread_id), thread_id, db)
+        thread = existing(await runs.aget(thread_id), thread_id, db)
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")
         sandbox = sandbox_for(thread.workspace, db, thread.outputs)
         if thread.finished:
-            out.print(f"thread {thread_id} has already finished")
+            session.out.print(f"thread {thread_id} has already finished")
             return report(thread.values, thread_id, str(sandbox.root), session)
-        progress, reviewer = Progress(out), Reviewer(out, yes=session.yes, thread_id=thread_id)
-        with redirect_stdout(sys.stderr) if session.as_json else nullcontext():
-            result = await runs.aresume(thread_id, on_event=progress, decide=reviewer)
-    return report(result.values, thread_id, str(sandbox.root), session)
+        context = saved_context(thread.saved_context)
+        watch = Watch(
+            session.out, thread_id, yes=session.yes, judge=context.llm_judge,
+            as_json=session.as_json, planner_missing=planner_problem(context),
+        )  # fmt: skip
+        result = await watch.run(
+            runs.aresume(thread_id, on_event=watch.progress, decide=watch.reviewer)
+        )
+    wall = time.monotonic() - clock
+    return report(result.values, thread_id, str(sandbox.root), session, wall)
 
 
-async def show(thread_id: str, db: str, session: Session, step: int | None = None) -> int:
-    """Print a run (or one step's whole output as JSON); return the exit code."""
-    async with Runs.aopen(db) as runs:
-        thread = _exists(await runs.aget(thread_id), thread_id, db)
-    if step is not None:
-        record = thread.values.get("steps", {}).get(str(step))
-        if record is None:
-            raise UserError(f"run {thread_id} has no step {step}")
-        output = output_of(record, OutputStore(thread.outputs or default_outputs_dir()))
-        print(json.dumps(output, ensure_ascii=False, indent=1))
-    elif session.as_json:
-        listing = {"thread_id": thread_id, "next": list(thread.next), **thread.values}
-        print(json.dumps(listing, default=str, indent=1))
-    else:
-        print_thread(session.out, thread)
-    return 0
+async def demo(target: Path, db: str, session: Session) -> int:
+    """Copy the shipped data and recorded plan into ``target`` and run the plan offline."""
+    files = resources.files("planexec") / "demo"
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "sales.csv").write_bytes((files / "sales.csv").read_bytes())
+    plan_path = target / "sales_plan.json"
+    plan_path.write_bytes((files / "sales_plan.json").read_bytes())
+    session.out.print(
+        "planexec demo: this plan was recorded, not planned live; "
+        "no model is called and no API key is needed."
+    )
+    models = {"planner_model": "openai:not-used", "executor_model": "openai:not-used"}
+    new = NewRun(None, plan_path, [], None, str(target), models)
+    return await start(new, db, session, note=DEMO_NOTE)
 
 
-async def threads(db: str, limit: int, session: Session) -> int:
-    """List recent runs; return the exit code."""
-    async with Runs.aopen(db) as runs:
-        rows = await runs.athreads(limit)
-    if session.as_json:
-        print(json.dumps(rows, indent=1, default=str))
-    else:
-        session.out.print(threads_table(rows, db))
-    return 0
-
-
-def report(values: dict[str, Any], thread_id: str, workspace: str, session: Session) -> int:
+def report(
+    values: dict[str, Any],
+    thread_id: str,
+    workspace: str,
+    session: Session,
+    wall: float | None = None,
+) -> int:
     """Print the outcome; return the exit code (0 only when every step succeeded)."""
     final = values.get("final") or {}
-    status = final.get("status", "unfinished")
     if session.as_json:
         steps, usage = values.get("steps", {}), values.get("usage", {})
         result = {"thread_id": thread_id, "workspace": workspace, "final": final}
         print(json.dumps({**result, "steps": steps, "usage": usage}, default=str, indent=1))
     else:
-        print_outcome(session.out, values, thread_id, workspace)
-    return 0 if status == "succeeded" else EXIT_FAILED
-
-
-def _root(request: RunRequest) -> str:
-    return str(request.sandbox.root) if request.sandbox else ""
-
-
-def _exists(thread: ThreadState | None, thread_id: str, db: str) -> ThreadState:
-    if thread is None:
-        raise UserError(f"no run with thread id {thread_id} in {redact(db)}")
-    return thread
+        print_outcome(session.out, values, thread_id, workspace, wall)
+    return 0 if final.get("status") == "succeeded" else EXIT_FAILED

@@ -1,139 +1,127 @@
-"""The ``planexec`` command's typer app: its commands and options (the work is in actions)."""
+"""The ``planexec`` command's typer app: its commands and options (the work is in actions).
+
+Only typer and click load at import, so ``planexec --help`` answers at once; each command
+imports what it needs when it runs.
+"""
 
 from __future__ import annotations
 
-import uuid
-from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from planexec.cli import actions
-from planexec.cli.actions import NewRun, Session
-from planexec.cli.guard import error_line, guard
-from planexec.context import Context, InvalidContextError
-from planexec.runs import default_db
+from planexec.cli import options as o
 
 app = typer.Typer(
     help="Turn a task into a plan you approve, then run it: in parallel, checked, replanned.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # help text is shown as written
 )
 
-DbOption = Annotated[str | None, typer.Option("--db", help="SQLite file or postgresql:// URL.")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
-YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve plans without asking.")]
-ThreadArg = Annotated[str, typer.Argument(help="Thread id of the run.")]
-TaskArg = Annotated[str | None, typer.Argument(help="What to do, in your words.")]
-DataOption = Annotated[
-    list[Path] | None, typer.Option("--data", help="Data file to copy into the workspace.")
-]
-PlanOption = Annotated[
-    Path | None, typer.Option("--plan", help="Run this plan file; no planner call.")
-]
-ThreadOption = Annotated[str | None, typer.Option("--thread-id", help="Id of the new run.")]
-WorkspaceOption = Annotated[
-    str | None,
-    typer.Option("--workspace", help="Folder the tools may use (default ./planexec-runs/THREAD)."),
-]
-Model = Annotated[str | None, typer.Option(help="e.g. openai:gpt-4.1")]
+
+def _version(asked: bool | None) -> None:
+    if asked:
+        from planexec import __version__
+
+        typer.echo(f"planexec {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def _main(version: o.VersionOption = None) -> None:
+    """Turn a task into a plan you approve, then run it: in parallel, checked, replanned."""
+    _version(version)
 
 
 @app.command()
 def run(
-    task: TaskArg = None,
-    data: DataOption = None,
-    plan: PlanOption = None,
-    yes: YesOption = False,
-    thread_id: ThreadOption = None,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-    workspace: WorkspaceOption = None,
-    approval: Annotated[
-        str | None, typer.Option(help="Approval policy: always, first or never.")
-    ] = None,
-    planner_model: Model = None,
-    executor_model: Annotated[str | None, typer.Option(help="e.g. openai:gpt-4.1-mini")] = None,
-    evaluator_model: Annotated[str | None, typer.Option(help="Model of the LLM judge.")] = None,
-    judge: Annotated[bool, typer.Option("--judge", help="Let an LLM judge the results.")] = False,
-    max_replans: Annotated[
-        int | None, typer.Option(help="Most plan revisions after failures.")
-    ] = None,
+    task: o.TaskArg = None,
+    data: o.DataOption = None,
+    plan: o.PlanOption = None,
+    yes: o.YesOption = False,
+    thread_id: o.ThreadOption = None,
+    db: o.DbOption = None,
+    as_json: o.JsonOption = False,
+    workspace: o.WorkspaceOption = None,
+    approval: o.ApprovalOption = None,
+    planner_model: o.Model = None,
+    executor_model: o.ExecutorModel = None,
+    evaluator_model: o.JudgeModel = None,
+    judge: o.JudgeOption = False,
+    max_replans: o.ReplansOption = None,
+    step_timeout: o.TimeoutOption = None,
+    max_parallel: o.ParallelOption = None,
 ) -> None:
-    """Plan TASK, show the plan for approval, then run it with live progress."""
-    options: dict[str, Any] = {"llm_judge": judge, "max_replans": max_replans}
-    options |= {"approval": approval, "planner_model": planner_model}
+    """Plan TASK, show the plan for approval, then run it with live progress.
+
+    Runs keep their files in ./planexec-runs/THREAD_ID unless --workspace names a folder.
+    """
+    from planexec.cli import actions
+    from planexec.cli.guard import guard
+
+    options: dict[str, Any] = {"approval": approval, "planner_model": planner_model}
     options |= {"executor_model": executor_model, "evaluator_model": evaluator_model}
-    tid = thread_id if thread_id is not None else str(uuid.uuid4())
-    new = NewRun(task, plan, data or [], tid, workspace, _context(options))
-    guard(actions.start(new, db or default_db(), Session(yes=yes, as_json=as_json)))
-
-
-def _context(options: dict[str, Any]) -> Context:
-    """Make the run's context from the options given (unset ones keep their defaults)."""
-    given = {k: v for k, v in options.items() if v or (k == "max_replans" and v is not None)}
-    try:
-        return Context(**{"llm_judge": options["llm_judge"], **given})
-    except InvalidContextError as exc:  # made before guard runs: same one line, exit 2
-        error_line(str(exc))
+    options |= {"max_replans": max_replans, "step_timeout": step_timeout}
+    options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
+    new = actions.NewRun(task, plan, data or [], thread_id, workspace, options)
+    guard(actions.start(new, actions.database(db), actions.Session(yes=yes, as_json=as_json)))
 
 
 @app.command()
 def resume(
-    thread_id: ThreadArg, yes: YesOption = False, db: DbOption = None, as_json: JsonOption = False
+    thread_id: o.ThreadArg,
+    yes: o.YesOption = False,
+    db: o.DbOption = None,
+    as_json: o.JsonOption = False,
 ) -> None:
     """Continue a paused or interrupted run where it stopped."""
-    guard(actions.resume(thread_id, db or default_db(), Session(yes=yes, as_json=as_json)))
+    from planexec.cli import actions
+    from planexec.cli.guard import guard
+
+    session = actions.Session(yes=yes, as_json=as_json)
+    guard(actions.resume(thread_id, actions.database(db), session))
 
 
 @app.command()
 def show(
-    thread_id: ThreadArg,
-    db: DbOption = None,
-    as_json: JsonOption = False,
-    output: Annotated[
-        int | None, typer.Option("--output", help="Print this step's whole output as JSON.")
-    ] = None,
+    thread_id: o.ThreadArg,
+    db: o.DbOption = None,
+    as_json: o.JsonOption = False,
+    output: o.OutputOption = None,
 ) -> None:
-    """Show a run: its plan, revisions, step statuses and timings, and token use."""
-    guard(actions.show(thread_id, db or default_db(), Session(as_json=as_json), output))
+    """Show a run: its plan, revisions, step statuses and timings, token use, answer and files."""
+    from planexec.cli import actions
+    from planexec.cli.guard import guard
+
+    guard(actions.show(thread_id, actions.database(db), actions.Session(as_json=as_json), output))
 
 
 @app.command()
 def threads(
-    db: DbOption = None,
-    limit: Annotated[int, typer.Option(help="How many runs to list.")] = 20,
-    as_json: JsonOption = False,
+    db: o.DbOption = None, limit: o.LimitOption = 20, as_json: o.JsonOption = False
 ) -> None:
     """List recent runs, newest first."""
-    guard(actions.threads(db or default_db(), limit, Session(as_json=as_json)))
+    from planexec.cli import actions
+    from planexec.cli.guard import guard
+
+    guard(actions.threads(actions.database(db), limit, actions.Session(as_json=as_json)))
 
 
 @app.command()
 def demo(
-    yes: YesOption = False,
-    workspace: Annotated[
-        str, typer.Option(help="Folder for the demo's data and output.")
-    ] = "planexec-demo",
-    db: DbOption = None,
-    as_json: JsonOption = False,
+    yes: o.YesOption = False,
+    workspace: o.DemoWorkspace = "planexec-demo",
+    db: o.DbOption = None,
+    as_json: o.JsonOption = False,
 ) -> None:
     """Analyse a shipped sales CSV offline, from a recorded plan (no model, no API key)."""
-    session = Session(yes=yes, as_json=as_json)
-    files = resources.files("planexec") / "demo"
-    target = Path(workspace)
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "sales.csv").write_bytes((files / "sales.csv").read_bytes())
-    plan_path = target / "sales_plan.json"
-    plan_path.write_bytes((files / "sales_plan.json").read_bytes())
-    session.out.print(
-        "[bold]planexec demo[/]: this plan was [bold]recorded[/], not planned live; "
-        "no model is called and no API key is needed."
-    )
-    context = Context(planner_model="openai:not-used", executor_model="openai:not-used")
-    new = NewRun(None, plan_path, [], str(uuid.uuid4()), str(target), context)
-    guard(actions.start(new, db or default_db(), session))
+    from planexec.cli import actions
+    from planexec.cli.guard import guard
+
+    session = actions.Session(yes=yes, as_json=as_json)
+    guard(actions.demo(Path(workspace), actions.database(db), session))
 
 
 def main() -> None:

@@ -4,29 +4,59 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import sys
 import traceback
 from collections.abc import Coroutine
-from typing import Any, NoReturn
+from typing import Any
 
 import psycopg
 import typer
-from rich.markup import escape
 
-from planexec.cli.render import console
-from planexec.cli.review import Paused
+from planexec.cli.review import Interrupted, Paused
+from planexec.cli.ui import console, styled
 from planexec.errors import PlanexecError
 from planexec.scrubbed_io import scrubbed_stdio
 from planexec.store_guard import CheckpointStoreError, describe
 
-EXIT_FAILED, EXIT_ERROR = 1, 2
+EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE = 1, 2, 130, 141
 
 
-def error_line(message: str) -> NoReturn:
-    """Print ``error: MESSAGE`` on stderr and exit 2 (for mistakes caught before a command)."""
-    console(stderr=True).print(f"[red]error:[/] {message}")
-    raise typer.Exit(EXIT_ERROR)
+class UserError(PlanexecError):
+    """A mistake the user can fix; printed as one line."""
+
+
+def _error(message: str) -> None:
+    console(stderr=True).print(styled(("error:", "red"), " ", message))
+
+
+def _outcome(coro: Coroutine[Any, Any, int]) -> int:
+    """Run the command; return its exit code, printing a failure in one line."""
+    try:
+        return asyncio.run(coro)
+    except Paused as exc:
+        console(stderr=True).print(str(exc))
+        return EXIT_FAILED
+    except Interrupted as exc:
+        console(stderr=True).print(styled(("\n" + str(exc), "yellow")))
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        console(stderr=True).print(styled(("\ninterrupted", "yellow")))
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PIPE
+    except CheckpointStoreError as exc:
+        _error(f"{exc} Continue with `planexec resume THREAD_ID` (the thread shown above).")
+    except (PlanexecError, OSError) as exc:
+        _error(str(exc))
+    except (psycopg.Error, sqlite3.Error) as exc:
+        _error(
+            f"the run database failed ({describe(exc)}); what was saved before is kept: "
+            "continue with `planexec resume THREAD_ID` (the thread shown above) when it works again"
+        )
+    return EXIT_ERROR
 
 
 def guard(coro: Coroutine[Any, Any, int]) -> None:
@@ -40,30 +70,12 @@ def guard(coro: Coroutine[Any, Any, int]) -> None:
     # psycopg logs a warning of its own when a dead connection is torn down: one line is ours
     logging.getLogger("psycopg").setLevel(logging.ERROR)
     with scrubbed_stdio():
-        errors = console(stderr=True)
         try:
-            code = asyncio.run(coro)
-        except Paused as exc:
-            errors.print(escape(str(exc)))
-            code = EXIT_FAILED
-        except CheckpointStoreError as exc:
-            errors.print(
-                f"[red]error:[/] {escape(str(exc))} Continue with `planexec resume THREAD_ID` "
-                "(the thread shown above)."
-            )
-            code = EXIT_ERROR
-        except (PlanexecError, OSError) as exc:
-            errors.print(f"[red]error:[/] {escape(str(exc))}")
-            code = EXIT_ERROR
-        except (psycopg.Error, sqlite3.Error) as exc:
-            errors.print(
-                f"[red]error:[/] the run database failed ({escape(describe(exc))}); what was "
-                "saved before is kept: continue with `planexec resume THREAD_ID` (the thread "
-                "shown above) when it works again"
-            )
-            code = EXIT_ERROR
-        except KeyboardInterrupt:
-            code = 130
+            code = _outcome(coro)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            code = EXIT_PIPE
         except Exception:  # a bug: its traceback, scrubbed like all output
             sys.stderr.write(traceback.format_exc())
             code = EXIT_FAILED

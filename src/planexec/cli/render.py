@@ -1,19 +1,16 @@
-"""Rich rendering of plans, step progress and run outcomes; every outside value is escaped."""
+"""A plan as people read it: a table of its steps, and the order they run in (each step once)."""
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable, Mapping
+from graphlib import CycleError, TopologicalSorter
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
-from rich.tree import Tree
+from rich.text import Text
 
-from planexec.runs import StepEvent
+from planexec.cli.ui import styled
 from planexec.state import PlanDoc, StepDoc, StepRecord
 
 STATUS_STYLE = {
@@ -25,113 +22,88 @@ STATUS_STYLE = {
 }
 
 
-def console(*, stderr: bool = False) -> Console:
-    """Return the console the CLI prints with (no highlighting, long lines kept whole)."""
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
-
-
 def tool_cell(step: StepDoc) -> str:
     """Return the plan table's tool cell: the step's tool, or the tools its model may call."""
-    if step["tool"]:
-        return escape(step["tool"])
+    if step.get("tool"):
+        return str(step["tool"])
     listed = step.get("tools") or []
-    return escape(f"(model: {', '.join(listed)})" if listed else "(model, no tools)")
+    return f"(model: {', '.join(map(str, listed))})" if listed else "(model, no tools)"
+
+
+def id_ranges(ids: Iterable[int]) -> str:
+    """Return step ids as short text: ``[1, 2, 3, 5]`` is ``1-3, 5`` (``-`` for none)."""
+    runs: list[list[int]] = []
+    for sid in sorted(set(ids)):
+        if runs and sid == runs[-1][-1] + 1:
+            runs[-1].append(sid)
+        else:
+            runs.append([sid])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs) or "-"
 
 
 def plan_table(plan: PlanDoc, records: Mapping[str, StepRecord] | None = None) -> Table:
-    """Return a plan as a table: every field the approval's digest covers, and step statuses."""
-    records = records or {}
-    table = Table(title=f"Plan v{plan['version']}: {escape(plan['goal'])}", title_justify="left")
-    for column in ("id", "tool", "args", "description", "after", "status"):
+    """Return a plan as a table: every field the approval's digest covers.
+
+    With ``records`` (a run's step records) it also shows each step's status.
+    """
+    columns = ("id", "tool", "args", "description", "after", "status")
+    title = f"Plan v{plan.get('version', '?')}: {plan.get('goal', '')}"
+    table = Table(title=title, title_justify="left")
+    for column in columns if records is not None else columns[:-1]:
         table.add_column(column, overflow="fold")
-    for step in plan["steps"]:
-        status = records.get(str(step["id"]), {}).get("status", "pending")
+    for step in plan.get("steps", []):
+        status = str((records or {}).get(str(step["id"]), {}).get("status", "pending"))
         expected = step.get("expected_output") or ""
-        table.add_row(
+        cells = (
             str(step["id"]),
             tool_cell(step),
-            escape(json.dumps(step["args"], ensure_ascii=False)),
-            escape(step["description"] + (f" → {expected}" if expected else "")),
-            ", ".join(map(str, step["depends_on"])) or "-",
-            f"[{STATUS_STYLE.get(status, '')}]{status}[/]",
+            json.dumps(step.get("args", {}), ensure_ascii=False, default=str),
+            str(step.get("description", "")) + (f" → {expected}" if expected else ""),
+            id_ranges(step.get("depends_on", [])),
+            styled((status, STATUS_STYLE.get(status, ""))),
         )
+        table.add_row(*cells[: len(table.columns)])
     return table
 
 
-def dependency_tree(plan: PlanDoc) -> Tree:
-    """Return a plan's dependency graph as a tree rooted at the steps that wait for nothing."""
-    tree = Tree("dependencies")
-    children: dict[int, list[int]] = {}
-    for step in plan["steps"]:
-        for dep in step["depends_on"]:
-            children.setdefault(dep, []).append(step["id"])
-    known = {s["id"] for s in plan["steps"]}
+def levels(plan: PlanDoc) -> list[list[StepDoc]]:
+    """Group steps by how soon they can start: a step comes one group after its last dependency.
 
-    def grow(node: Tree, sid: int, seen: frozenset[int]) -> None:
-        for child in children.get(sid, []):
-            if child not in seen:
-                grow(node.add(f"step {child}"), child, seen | {child})
+    Linear in the plan's size. A plan with a cycle (only a hand-made state holds one) is
+    listed one step per group, in plan order.
+    """
+    steps = plan.get("steps", [])
+    known = {s["id"] for s in steps}
+    graph = {s["id"]: [d for d in s.get("depends_on", []) if d in known] for s in steps}
+    try:
+        order = list(TopologicalSorter(graph).static_order())
+    except CycleError:
+        return [[s] for s in steps]
+    depth: dict[int, int] = {}
+    for sid in order:
+        depth[sid] = 1 + max((depth[d] for d in graph[sid]), default=-1)
+    grouped: list[list[StepDoc]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for step in steps:
+        grouped[depth[step["id"]]].append(step)
+    return grouped
 
-    for step in plan["steps"]:
-        if not [d for d in step["depends_on"] if d in known]:
-            grow(tree.add(f"step {step['id']}"), step["id"], frozenset({step["id"]}))
-    return tree
+
+def run_order(plan: PlanDoc) -> Text:
+    """Return the order steps run in: one line per group, each step once with what it waits for."""
+    lines = Text("runs in this order (steps on one line can run at the same time):")
+    for number, group in enumerate(levels(plan), 1):
+        lines.append(f"\n  {number:>2}. ")
+        for index, step in enumerate(group):
+            lines.append(" · " if index else "")
+            lines.append(f"step {step['id']}", "bold")
+            if step.get("depends_on"):
+                lines.append(f" after {id_ranges(step['depends_on'])}", "dim")
+    return lines
 
 
 def print_plan(
     out: Console, plan: PlanDoc, records: Mapping[str, StepRecord] | None = None
 ) -> None:
-    """Print a plan as a table and its dependency graph as a tree."""
+    """Print a plan as a table and the order its steps run in."""
     out.print(plan_table(plan, records))
-    out.print(dependency_tree(plan))
-
-
-class Progress:
-    """Prints one line per step event, with the time since the step started."""
-
-    def __init__(self, out: Console) -> None:
-        """Print to ``out``."""
-        self.out = out
-        self.started: dict[int | None, float] = {}
-
-    def __call__(self, event: StepEvent) -> None:
-        """Print the line of one step event (unknown events print nothing)."""
-        sid, kind = event.get("step"), event.get("event")
-        if kind == "step_started":
-            self.started[sid] = time.monotonic()
-            tool = escape(str(event.get("tool") or "model"))
-            self.out.print(f"  [yellow]▶ step {sid}[/] running ({tool})")
-            return
-        elapsed = time.monotonic() - self.started.get(sid, time.monotonic())
-        line = _event_line(kind, sid, elapsed, event)
-        if line:
-            self.out.print(line)
-
-
-def _event_line(kind: object, sid: object, elapsed: float, event: StepEvent) -> str | None:
-    if kind == "step_finished":
-        summary = escape(str(event.get("summary", ""))[:100])
-        return f"  [green]✔ step {sid}[/] done in {elapsed:.2f}s: {summary}"
-    if kind == "step_failed":
-        error = escape(str(event.get("error")))
-        return f"  [red]✘ step {sid}[/] failed after {elapsed:.2f}s: {error}"
-    if kind == "step_skipped":
-        return f"  [magenta]↷ step {sid}[/] skipped: {escape(str(event.get('reason')))}"
-    if kind == "step_retry":
-        return f"  [yellow]↻ step {sid}[/] retrying after: {escape(str(event.get('error')))}"
-    if kind == "tool_call_refused":
-        tool = escape(str(event.get("tool")))
-        return f"  [red]⊘ step {sid}[/] refused a call to {tool}: not a tool of this step"
-    return None
-
-
-def print_outcome(out: Console, values: Mapping[str, Any], thread_id: str, workspace: str) -> None:
-    """Print a run's status, answer and artifacts for people."""
-    final = values.get("final") or {}
-    status = final.get("status", "unfinished")
-    style = "green" if status == "succeeded" else "red"
-    out.print(f"\n[{style}]{status}[/] · thread {thread_id}")
-    if final.get("answer"):
-        out.print(escape(final["answer"]))
-    for artifact in final.get("artifacts", []):
-        out.print(f"  → {escape(str(Path(workspace, artifact)))}")
+    out.print(run_order(plan))

@@ -2,86 +2,166 @@
 
 from __future__ import annotations
 
-import json
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
-from rich.prompt import Prompt
 
-from planexec.cli.render import print_plan
+from planexec.cli.activity import Activity
+from planexec.cli.board import PlanBoard
+from planexec.cli.editor import edit_plan, plan_text
+from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.runs import ApprovalRequest
-from planexec.state import PlanDoc
 
-CHOICES = ["approve", "edit", "reject", "cancel"]
+ANSWERS = {
+    "approve": {"", "y", "yes", "a", "approve", "ok"},
+    "edit": {"e", "edit"},
+    "reject": {"r", "reject", "n", "no"},
+    "cancel": {"c", "cancel", "q", "quit"},
+}
+
+
+ORIGINS = {
+    "planner": "written by the planner",
+    "replanner": "revised by the replanner after failures",
+    "reviewer": "your edit",
+    "state edit": "given as a plan, not planned",
+}
 
 
 class Paused(PlanexecError):
     """Nobody answered the approval prompt; the run waits in its thread."""
 
 
+class Interrupted(PlanexecError):
+    """The user pressed Ctrl-C; the run stopped where its last checkpoint is (exit 130)."""
+
+
+@contextmanager
+def ctrl_c_raises() -> Iterator[None]:
+    """Let Ctrl-C interrupt a prompt at once.
+
+    ``asyncio.run`` turns Ctrl-C into a cancellation the event loop delivers only once the
+    blocking ``input()`` returns; while asking, Python's own handler raises at once instead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def read_answer(text: str, *, can_revise: bool) -> str | None:
+    """Return the action a typed answer means (None if it means none)."""
+    word = text.strip().lower()
+    for action, words in ANSWERS.items():
+        if word in words:
+            return "cancel" if action == "reject" and not can_revise else action
+    return None
+
+
 class Reviewer:
     """Answers approval requests at the terminal, or approves them all with ``--yes``."""
 
-    def __init__(self, out: Console, *, yes: bool, thread_id: str) -> None:
-        """Ask on ``out``; ``yes`` approves without asking."""
-        self.out, self.yes, self.thread_id = out, yes, thread_id
+    def __init__(
+        self,
+        out: Console,
+        board: PlanBoard,
+        activity: Activity,
+        *,
+        yes: bool,
+        thread_id: str,
+        no_revision: str | None = None,
+    ) -> None:
+        """Ask on ``out``; ``no_revision`` says why reject is not offered (no planner model)."""
+        self.out, self.board, self.activity = out, board, activity
+        self.yes, self.thread_id, self.no_revision = yes, thread_id, no_revision
+        self.draft: str | None = None  # the user's last edit, until the approval takes it
 
     def __call__(self, request: ApprovalRequest) -> dict[str, Any]:
         """Show the plan and what is wrong with it; return the reviewer's answer."""
-        print_plan(self.out, request["plan"])
-        if request.get("error"):
-            self.out.print(f"[red]refused:[/] {escape(str(request['error']))}")
-        for problem in request.get("problems") or []:
-            self.out.print(f"[red]invalid:[/] {escape(str(problem))}")
-        if request.get("side_effect_tools"):
-            tools = ", ".join(map(str, request["side_effect_tools"]))
-            self.out.print("tools that write or send: " + escape(tools))
+        self.activity.stop()
         names = {"version": request["version"], "digest": request["digest"]}
-        if self.yes:
-            self.out.print("[green]approved[/] (--yes)")
-            return {"action": "approve", **names}
+        error, draft, self.draft = request.get("error"), self.draft, None
         try:
-            return {**self.ask(request["plan"]), **names}  # an answer names its plan
+            if error and draft is not None:  # the approval refused the user's edit
+                self.out.print(styled(("your edit was refused: ", "red"), str(error)))
+                answer = self.edit(draft, str(error))
+                if answer is not None:
+                    return {**answer, **names}
+            self.show(request)
+            if self.yes:
+                self.out.print(styled(("approved", "green"), " (--yes)"))
+                return {"action": "approve", **names}
+            return {**self.ask(request), **names}  # an answer names its plan
         except EOFError:
             raise Paused(
                 f"no answer on stdin; the run is paused. Continue it with: "
                 f"planexec resume {self.thread_id}"
             ) from None
+        except KeyboardInterrupt:
+            raise Interrupted(
+                f"interrupted; nothing was run. The plan waits for approval: "
+                f"planexec resume {self.thread_id}"
+            ) from None
 
-    def ask(self, plan: PlanDoc) -> dict[str, Any]:
+    def show(self, request: ApprovalRequest) -> None:
+        """Print the plan (unless shown just before), its problems and side-effecting tools."""
+        plan = request["plan"]
+        origin = str(request.get("origin") or "planner")
+        heading = f"for your approval ({ORIGINS.get(origin, origin)}):"
+        self.board.show(plan, heading)
+        if request.get("error"):
+            self.out.print(styled(("refused: ", "red"), str(request["error"])))
+        for problem in request.get("problems") or []:
+            self.out.print(styled(("invalid: ", "red"), str(problem)))
+        if request.get("side_effect_tools"):
+            tools = ", ".join(map(str, request["side_effect_tools"]))
+            self.out.print(styled("tools that write or send: ", tools))
+
+    def ask(self, request: ApprovalRequest) -> dict[str, Any]:
         """Prompt until the reviewer gives a complete answer."""
+        menu = "y = approve · e = edit · r = reject with feedback · c = cancel"
+        if self.no_revision:
+            self.out.print(styled(("note: ", "yellow"), self.no_revision))
+            menu = "y = approve · e = edit · c = cancel"
         while True:
-            choice = Prompt.ask(
-                "approve, edit, reject or cancel?",
-                console=self.out,
-                choices=CHOICES,
-                default="approve",
-            )
-            if choice == "approve":
-                return {"action": "approve"}
-            if choice == "cancel":
-                return {"action": "cancel", "reason": "cancelled at the prompt"}
-            if choice == "reject":
-                feedback = Prompt.ask("what should change?", console=self.out).strip()
+            with ctrl_c_raises():
+                typed = self.out.input(styled(("Run this plan? ", "bold"), f"{menu} [y]: "))
+            action = read_answer(typed, can_revise=not self.no_revision)
+            if action in {"approve", "cancel"}:
+                reason = {"reason": "cancelled at the prompt"} if action == "cancel" else {}
+                return {"action": action, **reason}
+            if action == "reject":
+                with ctrl_c_raises():
+                    feedback = self.out.input("what should change? (empty: back) ").strip()
                 if feedback:
                     return {"action": "reject", "feedback": feedback}
-                continue
-            edited = edit_in_editor(plan)
-            if edited is None:
-                self.out.print("[red]the edited file is not valid JSON[/]; asking again")
-                continue
-            return {"action": "edit", "plan": edited}
+            elif action == "edit":
+                answer = self.edit(plan_text(request["plan"]), None)
+                if answer is not None:
+                    return answer
+            else:
+                self.out.print(styled(("please answer ", "yellow"), menu))
 
-
-def edit_in_editor(plan: PlanDoc) -> dict[str, Any] | None:
-    """Open $VISUAL/$EDITOR on the plan's JSON; return what was saved (None if it is not JSON)."""
-    text = json.dumps({"goal": plan["goal"], "steps": plan["steps"]}, indent=2)
-    edited = click.edit(text, extension=".json", require_save=False)
-    try:
-        loaded = json.loads(edited if edited is not None else text)
-    except json.JSONDecodeError:
-        return None
-    return loaded if isinstance(loaded, dict) else None
+    def edit(self, text: str, error: str | None) -> dict[str, Any] | None:
+        """Edit ``text`` in the editor; return the edit answer (None: back to the menu)."""
+        try:
+            edited, self.draft, unsolved = edit_plan(text, error)
+        except click.ClickException as exc:  # the editor could not start, or failed
+            self.out.print(styled(("the editor failed: ", "red"), exc.format_message()))
+            return None
+        if edited is None:
+            if unsolved:
+                self.out.print(styled(("the edit is not used: ", "red"), unsolved))
+            self.draft = None
+            return None
+        return {"action": "edit", "plan": edited}

@@ -6,59 +6,68 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
+from planexec.cli.outcome import print_answer, usage_line
 from planexec.cli.render import print_plan
+from planexec.cli.ui import one_line, styled, visible
 from planexec.runs import ThreadState, ThreadSummary, redact
 from planexec.state import StepRecord
+
+
+def cut(text: str) -> Text:
+    """Return a table cell of one line that ends in ``…`` where the terminal ends."""
+    return Text(visible(text), no_wrap=True, overflow="ellipsis")
 
 
 def step_table(records: Mapping[str, StepRecord]) -> Table:
     """Return the steps' statuses, attempts, timings and summaries (or errors)."""
     timings = Table(title="steps", title_justify="left")
-    for column in ("id", "status", "attempts", "seconds", "summary / error"):
-        timings.add_column(column, overflow="fold")
+    for column in ("id", "status", "attempts", "seconds"):
+        timings.add_column(column, no_wrap=True)
+    timings.add_column("summary / error")
     for sid, rec in records.items():
         ended, started = rec.get("ended_at"), rec.get("started_at")
         took = ended - started if ended and started else None
         timings.add_row(
-            sid,
-            rec.get("status", ""),
+            str(sid),
+            str(rec.get("status", "")),
             str(rec.get("attempts", 0)),
             f"{took:.2f}" if took is not None else "-",
-            escape((rec.get("error") or rec.get("summary", ""))[:120]),
+            cut(one_line(rec.get("error") or rec.get("summary", ""))),
         )
     return timings
 
 
 def print_thread(out: Console, thread: ThreadState) -> None:
-    """Print a run: its plan, step table, revisions, token use and final status."""
+    """Print a run: plan, steps, revisions, model use, and its end (status, answer, files)."""
     values: dict[str, Any] = thread.values
+    waiting = ", ".join(thread.next) or "done"
     out.print(
-        f"[bold]{escape(str(values.get('task')))}[/] · thread {thread.thread_id} · "
-        f"next: {', '.join(thread.next) or 'done'}"
+        styled((str(values.get("task")), "bold"), f" · thread {thread.thread_id} · next: {waiting}")
     )
     if values.get("plan"):
         print_plan(out, values["plan"], values.get("steps", {}))
         out.print(step_table(values.get("steps", {})))
     for rev in values.get("revisions", []):
-        out.print(f"revision v{rev['version']}: {escape(rev['reason'])}")
-    for role, use in values.get("usage", {}).items():
-        out.print(
-            f"{role}: {use['calls']} calls, {use['input_tokens']} prompt tokens, "
-            f"{use['output_tokens']} completion tokens"
-        )
-    if values.get("final"):
-        out.print(f"final: {values['final']['status']}")
+        out.print(f"revision v{rev.get('version')}: {rev.get('reason')}")
+    out.print(f"model use: {usage_line(values.get('usage') or {})}")
+    final = values.get("final")
+    if final:
+        status = str(final.get("status"))
+        out.print(styled(("\n" + status, "bold green" if status == "succeeded" else "bold red")))
+        print_answer(out, values, thread.workspace or "")
 
 
 def threads_table(rows: list[ThreadSummary], db: str) -> Table:
-    """Return the recent runs of a database as a table (its password hidden)."""
-    table = Table(title=f"recent runs in {escape(redact(db))}", title_justify="left")
-    for column in ("thread", "updated", "status", "task"):
-        table.add_column(column, overflow="fold")
+    """Return the recent runs of a database as a table (its password hidden, ids whole)."""
+    table = Table(title=f"recent runs in {redact(db)}", title_justify="left")
+    table.add_column("thread", no_wrap=True, min_width=36)
+    table.add_column("updated", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("task")
     for row in rows:
-        status, task = escape(row["status"]), escape(row["task"][:80])
-        table.add_row(row["thread_id"], str(row["updated"])[:19], status, task)
+        updated = str(row["updated"])[:19]
+        table.add_row(row["thread_id"], updated, row["status"], cut(one_line(row["task"])))
     return table

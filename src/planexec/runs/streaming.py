@@ -13,7 +13,7 @@ from planexec.context import Context
 from planexec.runs.db import RunError
 from planexec.runs.types import ApprovalRequest, Decide, OnEvent
 
-STREAM = ["custom", "updates"]  # step events, and the updates that carry interrupts
+STREAM = ["custom", "updates", "tasks"]  # step events; interrupts and plans; nodes at work
 MAX_REFUSED = 3
 """Answers from ``decide`` refused in a row after which a run stops (the thread waits)."""
 Stopped = tuple[dict[str, Any], ApprovalRequest | None]
@@ -26,13 +26,27 @@ def resume_payload(answer: Mapping[str, Any] | None) -> Command[Any] | None:
 
 
 def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalRequest | None:
-    """Pass a step event on; return the approval request an update carries, if any."""
-    if chunk_mode == "custom":
-        if on_event is not None:
-            on_event(chunk)
-    elif "__interrupt__" in chunk:
+    """Pass events on; return the approval request an update carries, if any.
+
+    Besides the graph's own step events, ``on_event`` sees ``node_started`` and
+    ``node_finished`` (``node``: planner, replanner, evaluator, ...) and ``plan_changed``
+    (``plan``, ``by``: the node that made it), so a watcher can show who is at work and every
+    plan version before it runs.
+    """
+    if chunk_mode == "updates" and "__interrupt__" in chunk:
         request: ApprovalRequest = chunk["__interrupt__"][0].value
         return request
+    if on_event is None:
+        return None
+    if chunk_mode == "custom":
+        on_event(chunk)
+    elif chunk_mode == "tasks":
+        started = "input" in chunk
+        on_event({"event": "node_started" if started else "node_finished", "node": chunk["name"]})
+    else:
+        for node, update in chunk.items():
+            if isinstance(update, dict) and isinstance(update.get("plan"), dict):
+                on_event({"event": "plan_changed", "by": node, "plan": update["plan"]})
     return None
 
 

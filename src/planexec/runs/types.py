@@ -17,6 +17,8 @@ class StepEvent(TypedDict, total=False):
 
     ``plan_step`` events come from the planner and replanner while their model writes: the
     ``index``-th step as ``written`` (not yet validated), of attempt ``draft``, ``by`` a role.
+    The runs API adds ``node_started``/``node_finished`` (``node``) and ``plan_changed``
+    (``plan``, ``by`` the node that made it).
     """
 
     event: str
@@ -31,6 +33,8 @@ class StepEvent(TypedDict, total=False):
     draft: int
     index: int
     written: dict[str, Any]
+    node: str
+    plan: PlanDoc
 
 
 class ApprovalRequest(TypedDict, total=False):

@@ -1,0 +1,82 @@
+"""The commands' options: names, help, and the choices and ranges typer checks before running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DbOption = Annotated[
+    str | None,
+    typer.Option("--db", help="SQLite file or postgresql:// URL (default: $PLANEXEC_DB, else "
+                 "~/.local/share/planexec/runs.sqlite)."),
+]  # fmt: skip
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+YesOption = Annotated[
+    bool, typer.Option("--yes", "-y", help="Approve every plan without asking (it is still shown).")
+]
+ThreadArg = Annotated[str, typer.Argument(help="Thread id of the run.", metavar="THREAD_ID")]
+TaskArg = Annotated[str | None, typer.Argument(help="What to do, in your words.", metavar="TASK")]
+DataOption = Annotated[
+    list[Path] | None,
+    typer.Option("--data", metavar="FILE",
+                 help="Copy FILE into the workspace; repeat --data for each file."),
+]  # fmt: skip
+PlanOption = Annotated[
+    Path | None, typer.Option("--plan", metavar="FILE", help="Run this plan file; no planner call.")
+]
+ThreadOption = Annotated[
+    str | None, typer.Option("--thread-id", help="Id of the new run (default: a new UUID).")
+]
+WorkspaceOption = Annotated[
+    str | None,
+    typer.Option("--workspace", metavar="DIR",
+                 help="The one folder the tools may use (default: ./planexec-runs/THREAD_ID)."),
+]  # fmt: skip
+# choices and ranges are the run context's to check (planexec.context): one place, one message
+ApprovalOption = Annotated[
+    str | None,
+    typer.Option(
+        metavar="always|first|never",
+        help="Which plans need your approval: always, first (default: the first plan, and "
+        "revisions that add a side-effecting tool) or never.",
+    ),
+]
+Model = Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help="e.g. openai:gpt-4.1")]
+ExecutorModel = Annotated[
+    str | None, typer.Option(metavar="PROVIDER:MODEL", help="e.g. openai:gpt-4.1-mini")
+]
+JudgeModel = Annotated[
+    str | None, typer.Option(metavar="PROVIDER:MODEL", help="Model of the LLM judge.")
+]
+JudgeOption = Annotated[bool, typer.Option("--judge", help="Let an LLM judge the results.")]
+ReplansOption = Annotated[
+    int | None,
+    typer.Option(metavar="0-30", help="Most plan revisions after failures (default 2)."),
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--step-timeout",
+        metavar="SECONDS",
+        help="Seconds one attempt of a step may take (default 120).",
+    ),
+]
+ParallelOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-parallel", metavar="N", help="Most steps running at the same time (default 4)."
+    ),
+]
+LimitOption = Annotated[int, typer.Option(min=1, help="How many runs to list.")]
+OutputOption = Annotated[
+    int | None,
+    typer.Option("--output", metavar="STEP", help="Print this step's whole output as JSON."),
+]
+DemoWorkspace = Annotated[
+    str, typer.Option(metavar="DIR", help="Folder for the demo's data and output.")
+]
+VersionOption = Annotated[
+    bool | None, typer.Option("--version", is_eager=True, help="Print the version and exit.")
+]

@@ -1,0 +1,90 @@
+"""Live progress of a run: who is at work (with elapsed time), step lines, every plan that runs."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.text import Text
+
+from planexec.cli.activity import Activity
+from planexec.cli.board import PlanBoard
+from planexec.cli.ui import one_line, styled
+from planexec.runs import StepEvent
+
+WORK = {
+    "planner": ("planner: writing the plan", "planned"),
+    "replanner": ("replanner: revising the plan", "revised the plan"),
+    "evaluator": ("judge: checking the results", "judged the results"),
+}
+"""Nodes that call a model: their status label, and the word for a finished call."""
+
+
+class Progress:
+    """Turns a run's events into the screen: status line, one line per step event, plans."""
+
+    def __init__(self, out: Console, activity: Activity, board: PlanBoard, *, judge: bool) -> None:
+        """Print on ``out``; ``judge``: the evaluator calls a model (``--judge``)."""
+        self.out, self.activity, self.board = out, activity, board
+        self.models = set(WORK) - (set() if judge else {"evaluator"})
+
+    def __call__(self, event: StepEvent) -> None:
+        """Show one event (unknown events show nothing)."""
+        kind = event.get("event")
+        if kind in {"node_started", "node_finished"}:
+            self.node(str(event.get("node")), started=kind == "node_started")
+        elif kind == "plan_changed" and "plan" in event:
+            self.board.made(event["plan"], str(event.get("by")))
+        elif kind == "plan_step":
+            by = "replanner" if event.get("by") == "replanner" else "planner"
+            written = event.get("index", 0)  # 1 for the first step
+            self.activity.relabel(
+                by, f"{WORK[by][0]} ({written} step{'' if written == 1 else 's'} so far)"
+            )
+        elif kind == "step_started":
+            sid = event.get("step")
+            tool = str(event.get("tool") or "model")
+            self.activity.begin(f"step {sid}", f"step {sid} ({tool})")
+            self.out.print(styled((f"  ▶ step {sid}", "yellow"), f" running ({tool})"))
+        else:
+            elapsed = self.activity.end(f"step {event.get('step')}") if "step" in event else None
+            line = event_line(event, elapsed or 0.0)
+            if line is not None and kind == "step_finished":  # a summary ends at the width
+                self.out.print(line, soft_wrap=False, no_wrap=True, overflow="ellipsis")
+            elif line is not None:
+                self.out.print(line)
+
+    def node(self, name: str, *, started: bool) -> None:
+        """Show a model's work starting (status line) or ending (one line with its time)."""
+        if name == "executor" and started:
+            self.board.before_run()
+        if name not in self.models:
+            return
+        label, done = WORK[name]
+        if started:
+            self.activity.begin(name, label)
+            if not self.activity.animated:
+                self.out.print(styled(("  … ", "yellow"), label))
+            return
+        took = self.activity.end(name)
+        if took is not None:
+            self.out.print(styled(("  ✔ ", "green"), f"{done} in {took:.2f}s"))
+
+
+def event_line(event: StepEvent, elapsed: float) -> Text | None:
+    """Return the line of one step event (None for events shown otherwise or not at all)."""
+    kind, sid = event.get("event"), event.get("step")
+    if kind == "step_finished":
+        summary = one_line(event.get("summary", ""))
+        return styled((f"  ✔ step {sid}", "green"), f" done in {elapsed:.2f}s: {summary}")
+    if kind == "step_failed":
+        error = one_line(event.get("error"))
+        return styled((f"  ✘ step {sid}", "red"), f" failed after {elapsed:.2f}s: {error}")
+    if kind == "step_skipped":
+        return styled((f"  ↷ step {sid}", "magenta"), f" skipped: {one_line(event.get('reason'))}")
+    if kind == "step_retry":
+        error = one_line(event.get("error"))
+        return styled((f"  ↻ step {sid}", "yellow"), f" retrying after: {error}")
+    if kind == "tool_call_refused":
+        tool = one_line(event.get("tool"))
+        refused = f" refused a call to {tool}: not a tool of this step"
+        return styled((f"  ⊘ step {sid}", "red"), refused)
+    return None

@@ -1,0 +1,70 @@
+"""One run watched at the terminal: live status, progress lines, plans shown, approvals asked."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable
+from contextlib import nullcontext, redirect_stdout
+
+from rich.console import Console
+
+from planexec.cli.activity import Activity
+from planexec.cli.board import PlanBoard
+from planexec.cli.progress import Progress
+from planexec.cli.review import Interrupted, Reviewer
+from planexec.context import Context
+from planexec.errors import ConfigurationError
+from planexec.runs import RunResult
+
+
+def planner_problem(context: Context) -> str | None:
+    """Say why the run's planner model cannot be made (e.g. no API key), if it cannot.
+
+    Building the model reads its settings; nothing is sent anywhere.
+    """
+    from planexec.models import provider_model
+
+    try:
+        provider_model(context.planner_model)
+    except ConfigurationError as exc:
+        return str(exc)
+    return None
+
+
+class Watch:
+    """The screen of one run: what it prints while it streams, and who answers approvals."""
+
+    def __init__(
+        self,
+        out: Console,
+        thread_id: str,
+        *,
+        yes: bool,
+        judge: bool,
+        as_json: bool,
+        planner_missing: str | None,
+    ) -> None:
+        """Print on ``out``; ``planner_missing``: why no plan can be revised (no reject)."""
+        self.thread_id, self.as_json = thread_id, as_json
+        self.activity, self.board = Activity(out), PlanBoard(out)
+        self.progress = Progress(out, self.activity, self.board, judge=judge)
+        self.reviewer = Reviewer(
+            out, self.board, self.activity, yes=yes, thread_id=thread_id,
+            no_revision=f"reject is not offered: revising a plan needs a planner model "
+            f"({planner_missing})" if planner_missing and not yes else None,
+        )  # fmt: skip
+
+    async def run(self, started: Awaitable[RunResult]) -> RunResult:
+        """Await a run of the runs API; Ctrl-C stops it and says how to continue."""
+        try:
+            # with --json, stdout carries only the result: whatever tools print goes to stderr
+            with redirect_stdout(sys.stderr) if self.as_json else nullcontext():
+                return await started
+        except asyncio.CancelledError:
+            raise Interrupted(
+                "interrupted; the run stopped where its last checkpoint is. Continue it with: "
+                f"planexec resume {self.thread_id}"
+            ) from None
+        finally:
+            self.activity.stop()

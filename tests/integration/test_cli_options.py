@@ -1,0 +1,123 @@
+"""The CLI's options and defaults do what they say; the package feels finished."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import planexec
+from planexec.cli import app
+from tests.helpers import EXAMPLES, ROOT, plan_of, step
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_DB", str(tmp_path / "runs.sqlite"))
+    return tmp_path
+
+
+def invoke(*args: str, input: str | None = None, **env: str):
+    return runner.invoke(app, list(args), input=input, env=env or None)
+
+
+def python(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    src = str(Path(planexec.__file__).parents[1])
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, env={"PYTHONPATH": src,
+        "PATH": "/usr/bin:/bin"}, timeout=120, **kwargs,
+    )  # fmt: skip
+
+
+def test_help_loads_neither_the_graph_nor_pandas():
+    heavy = ("pandas", "langgraph", "langchain_core", "planexec.graph", "planexec.context")
+    probe = f"import sys, planexec, planexec.cli\nprint([m for m in {heavy!r} if m in sys.modules])"
+    assert python("-c", probe).stdout.strip() == "[]"
+    helped = python("-m", "planexec", "--help")
+    assert helped.returncode == 0 and "run" in helped.stdout and "<bool>" not in helped.stdout
+    assert "-y, --yes" in python("-m", "planexec", "run", "--help").stdout
+    assert python("-m", "planexec", "--version").stdout.strip() == f"planexec {version('planexec')}"
+    assert planexec.__version__ == version("planexec")
+    assert planexec.Runs.__name__ == "Runs"  # names still load, on first use
+
+
+def test_license_and_gitignore():
+    assert "MIT License" in (ROOT / "LICENSE").read_text()
+    ignored = (ROOT / ".gitignore").read_text().split()
+    assert "planexec-demo/" in ignored and "planexec-runs/" in ignored
+
+
+def test_a_plan_reading_a_file_the_workspace_lacks_says_which_and_how_to_copy_it(env):
+    shutil.copy(EXAMPLES / "sales_plan.json", env / "sales_plan.json")
+    result = invoke("run", "--plan", "sales_plan.json", "--yes")
+    assert result.exit_code == 2, result.output
+    assert "sales.csv (step 1)" in result.output and "--data sales.csv" in result.output
+    assert "OPENAI_API_KEY" not in result.output and len(result.output.strip().splitlines()) == 1
+    assert json.loads(invoke("threads", "--json").stdout) == []  # no run was made
+
+
+def test_data_is_repeated_per_file_and_a_file_given_as_the_task_is_refused(env):
+    (env / "a.csv").write_text("x\n1\n")
+    (env / "b.csv").write_text("y\n2\n")
+    result = invoke("run", "--data", "a.csv", "b.csv")
+    assert result.exit_code == 2 and "b.csv is a file, not a task" in result.output
+    assert "repeat --data" in invoke("run", "--help").output
+
+
+def test_a_thread_id_in_use_is_refused_before_any_file_is_copied(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    assert invoke("run", "--plan", "plan.json", "--yes", "--thread-id", "t-1").exit_code == 0
+    (env / "new.csv").write_text("z\n")
+    again = invoke("run", "--plan", "plan.json", "--yes", "--thread-id", "t-1", "--data", "new.csv")
+    assert again.exit_code == 2 and "already exists" in again.output
+    assert not (env / "planexec-runs" / "t-1" / "new.csv").exists()
+
+
+def test_threads_keeps_ids_whole_and_summaries_end_at_the_terminal_width(env):
+    content = "a long line of text " * 20
+    plan = plan_of(step(1, "write_file", {"path": "a.txt", "content": content}),
+                   step(2, "read_file", {"path": "a.txt"}, [1]))  # fmt: skip
+    (env / "plan.json").write_text(json.dumps(plan))
+    result = invoke("run", "--plan", "plan.json", "--yes", COLUMNS="70")
+    assert result.exit_code == 0, result.output
+    done = [line for line in result.output.splitlines() if "✔ step 2 done" in line]
+    assert len(done) == 1 and len(done[0]) <= 70 and done[0].endswith("…")
+    tid = re.search(r"thread ([0-9a-f-]{36})", result.output).group(1)
+    listed = invoke("threads", COLUMNS="60").output
+    assert any(tid in line for line in listed.splitlines())
+
+
+def test_show_prints_the_answer_and_files_and_its_json_survives_a_closed_pipe(env):
+    content = "a line of text\n" * 10_000  # more than a pipe holds
+    (env / "plan.json").write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "out.txt", "content": content})))
+    )
+    result = invoke("run", "--plan", "plan.json", "--yes", "--workspace", "ws")
+    tid = re.search(r"thread ([0-9a-f-]{36})", result.output).group(1)
+    shown = invoke("show", tid).output
+    assert "succeeded" in shown and "→ " in shown and "out.txt" in shown
+    src = str(Path(planexec.__file__).parents[1])
+    piped = subprocess.run(
+        f"{sys.executable} -m planexec show {tid} --json | head -c 10",
+        shell=True, capture_output=True, text=True, cwd=env, timeout=120,
+        env={"PYTHONPATH": src, "PLANEXEC_DB": str(env / "runs.sqlite"), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert piped.stdout == '{\n "thread_'[:10] and piped.stderr == ""
+
+
+def test_the_offline_demo_says_revising_needs_a_model_before_asking(env):
+    result = invoke("demo", "--workspace", "demo", input="r\nc\n")
+    before = result.output[: result.output.index("Run this plan?")]
+    assert "reject is not offered: revising a plan needs a planner model" in before
+    assert "r = reject" not in result.output
+    assert "cancelled" in result.output and result.exit_code == 1

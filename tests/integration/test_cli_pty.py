@@ -1,0 +1,186 @@
+"""The CLI in a pseudo-terminal, as a person sees it: the prompt, editing, Ctrl-C, live status."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+
+import planexec
+from tests.helpers import ROOT, plan_of, step
+
+WRAPPER = Path(__file__).with_name("slow_cli.py")
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
+
+
+def spawn(cwd: Path, *args: str, delay: float = 0.0, **env: str) -> pexpect.spawn:
+    environment = {**os.environ, "PLANEXEC_DB": str(cwd / "runs.sqlite"), **env}
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(planexec.__file__).parents[1]), str(ROOT)]
+    )
+    environment["PLANEXEC_TEST_MODEL_DELAY"] = str(delay)
+    environment.pop("COLUMNS", None)
+    child = pexpect.spawn(
+        sys.executable,
+        [str(WRAPPER), *args],
+        cwd=str(cwd),
+        env=environment,
+        encoding="utf-8",
+        dimensions=(50, 140),
+        timeout=60,
+    )
+    child.logfile_read = io.StringIO()
+    return child
+
+
+def screen(child: pexpect.spawn) -> str:
+    """Everything the child printed so far, without colours and cursor moves."""
+    return ANSI.sub("", child.logfile_read.getvalue())
+
+
+def finish(child: pexpect.spawn) -> tuple[str, int]:
+    child.expect(pexpect.EOF)
+    text = screen(child)
+    child.close()
+    return text, child.exitstatus if child.exitstatus is not None else -child.signalstatus
+
+
+def script(path: Path, *plans: dict) -> str:
+    path.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": p}]} for p in plans]))
+    return f"scripted:{path}"
+
+
+HOSTILE = "Sum [revenue] by [region] [/] [bold]not bold[/bold] :smile:"
+
+
+def test_live_status_while_the_planner_works_then_y_approves(tmp_path):
+    plan = plan_of(
+        {**step(1, "write_file", {"path": "a.txt", "content": "[/] hi"}), "description": HOSTILE},
+        goal="Write [a.txt] [/]",
+    )
+    planner = script(tmp_path / "planner.json", plan)
+    child = spawn(tmp_path, "run", "write a file", "--planner-model", planner,
+                  "--workspace", "ws", delay=1.5)  # fmt: skip
+    child.expect(r"writing the plan \d+\.\ds")  # the status line, with the time it has taken
+    child.expect(r"planned in 1\.\d+s")
+    child.expect("Run this plan")
+    before = screen(child)
+    assert HOSTILE in before and "Write [a.txt] [/]" in before  # literally, as it will run
+    child.sendline("y")
+    text, code = finish(child)
+    assert code == 0, text
+    assert (tmp_path / "ws" / "a.txt").read_text() == "[/] hi"
+    assert re.search(r"succeeded in \d+\.\ds · 1 model call \(planner 1\) · [\d,]+ tokens", text)
+    assert re.search(r"planexec show [0-9a-f-]{36}", text)
+
+
+def test_ctrl_c_at_the_prompt_leaves_at_once_and_says_how_to_resume(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws")
+    child.expect("Run this plan")
+    child.sendintr()  # no Enter after it
+    text, code = finish(child)
+    assert code == 130, text
+    tid = re.search(r"thread ([0-9a-f-]{36})", text).group(1)
+    assert f"planexec resume {tid}" in text and "Traceback" not in text
+    assert not (tmp_path / "ws" / "a.txt").exists()
+    resumed = spawn(tmp_path, "resume", tid)
+    resumed.expect("Run this plan")
+    resumed.sendline("yes")
+    text, code = finish(resumed)
+    assert code == 0, text
+    assert (tmp_path / "ws" / "a.txt").read_text() == "x"
+
+
+EDITOR = """\
+import json, pathlib, sys
+path = pathlib.Path(sys.argv[1])
+calls = pathlib.Path(__file__).with_name("calls.log")
+seen = path.read_text()
+calls.write_text((calls.read_text() if calls.exists() else "") + seen + "\\n=====\\n")
+if seen.count("=====") == 0 and "no_such_tool" not in seen:  # first: an invalid plan
+    plan = json.loads(seen)
+    plan["steps"][0]["tool"] = "no_such_tool"
+    path.write_text(json.dumps(plan))
+else:  # reopened on that text, the error on top: fix it
+    body = "\\n".join(l for l in seen.splitlines() if not l.startswith("//"))
+    plan = json.loads(body)
+    plan["steps"][0]["tool"] = "write_file"
+    plan["steps"][0]["args"]["content"] = "edited"
+    path.write_text(json.dumps(plan))
+"""
+
+
+def test_an_invalid_edit_reopens_on_the_users_text_and_the_edited_plan_is_shown(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "original"})))
+    )
+    editor = tmp_path / "editor.py"
+    editor.write_text(EDITOR)
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws",
+                  EDITOR=f"{sys.executable} {editor}")  # fmt: skip
+    child.expect("Run this plan")
+    child.sendline("e")
+    text, code = finish(child)
+    assert code == 0, text
+    opened = (tmp_path / "calls.log").read_text().split("\n=====\n")
+    assert opened[1].startswith("// error: the edited plan is invalid")
+    assert '"tool": "no_such_tool"' in opened[1]  # the user's own text, not the original plan
+    assert "your edit was refused" in text
+    shown = text[text.index("plan v2 runs (your edit)") :]
+    change = '~ step 1 args: {"path": "a.txt", "content": "original"} → {"path": "a.txt", '
+    assert "changes from v1:" in shown and change + '"content": "edited"}' in shown
+    assert shown.index("changes from v1") < shown.index("▶ step 1 running")
+    assert (tmp_path / "ws" / "a.txt").read_text() == "edited"
+
+
+def test_a_replanned_plan_is_shown_with_its_changes_while_the_status_shows_the_replanner(tmp_path):
+    (tmp_path / "ws" / "folder").mkdir(parents=True)
+    (tmp_path / "ws" / "notes.txt").write_text("the notes")
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "read_file", {"path": "folder"}), step(2, "list_files", {})))
+    )
+    planner = script(
+        tmp_path / "planner.json", plan_of(step(3, "read_file", {"path": "notes.txt"}))
+    )
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws", "--yes",
+                  "--planner-model", planner, delay=1.5)  # fmt: skip
+    child.expect(r"revising the plan \d+\.\ds")
+    text, code = finish(child)
+    assert code == 0, text
+    shown = text[text.index("plan v2 runs (revised after failures by the replanner") :]
+    assert "+ step 3 (read_file)" in shown and "- step 1 (read_file)" in shown
+    assert shown.index("changes from v1") < shown.index("▶ step 3 running")
+    assert re.search(r"revised the plan in 1\.\d+s", text)
+
+
+def test_approval_never_still_shows_the_plan_that_runs(tmp_path):
+    planner = script(tmp_path / "p.json", plan_of(step(1, "list_files", {}), goal="look around"))
+    child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",
+                  "--approval", "never")  # fmt: skip
+    text, code = finish(child)
+    assert code == 0, text
+    assert "plan v1 runs (planned; no approval needed):" in text and "Plan v1: look around" in text
+    assert text.index("Plan v1: look around") < text.index("▶ step 1 running")
+
+
+def test_ctrl_c_while_the_planner_works_exits_130_with_the_resume_command(tmp_path):
+    planner = script(tmp_path / "p.json", plan_of(step(1, "list_files", {})))
+    child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",
+                  delay=3)  # fmt: skip
+    child.expect(r"writing the plan \d+\.\ds")
+    child.sendintr()
+    text, code = finish(child)
+    assert code == 130, text
+    assert re.search(r"interrupted; .* planexec resume [0-9a-f-]{36}", text)
+    assert "Traceback" not in text
