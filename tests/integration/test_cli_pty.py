@@ -6,6 +6,7 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 from pathlib import Path
 
@@ -33,6 +34,9 @@ def spawn(cwd: Path, *args: str, delay: float = 0.0, **env: str) -> pexpect.spaw
         encoding="utf-8",
         dimensions=(50, 140),
         timeout=60,
+        # a terminal's program gets Ctrl-C; a CI job started in the background ignores SIGINT,
+        # and the child would inherit that (Python then installs no KeyboardInterrupt handler)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     child.logfile_read = io.StringIO()
     return child
