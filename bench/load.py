@@ -89,7 +89,7 @@ async def main(threads: int) -> None:
                 )
             ]
             try:
-                from pgserver import postgres
+                from tests.servers import postgres
 
                 url = stack.enter_context(postgres())
                 savers.append(

@@ -111,7 +111,7 @@ async def main() -> None:
     with ExitStack() as stack:
         url = None
         try:
-            from pgserver import postgres
+            from tests.servers import postgres
 
             url = stack.enter_context(postgres())
         except Exception as exc:  # the table says Postgres is missing

@@ -427,7 +427,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     f = Findings()
     db = str(WORK / "runs.sqlite")
-    from bench.pgserver import PostgresServer
+    from tests.servers import PostgresServer
 
     pg = PostgresServer()
     pg.start()
