@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import Any
 
@@ -69,8 +70,11 @@ def thread_of(
         return None
     meta = settings if settings is not None else (snapshot.metadata or {})
     saved = json.loads(str(meta.get(SETTINGS_KEY) or "{}"))
-    # runs started before planexec_workspace existed kept their folder in the context
-    folder = text(meta.get("planexec_workspace")) or text(saved.pop("workspace", None))
+    folder = text(meta.get("planexec_workspace"))
+    if folder is None and os.path.isabs(str(saved.get("workspace") or "")):
+        # runs started before planexec_workspace existed kept their folder in the context;
+        # any other value is the name of a shared workspace, which the run keeps using
+        folder = text(saved.pop("workspace"))
     outputs = text(meta.get("planexec_outputs"))
     return ThreadState(
         thread_id,

@@ -132,5 +132,5 @@ def run_settings(context: Context, sandbox: Sandbox | None) -> dict[str, Any]:
 
 def saved_context(saved: Mapping[str, Any]) -> Context:
     """Rebuild a run's context from its saved settings (fields it no longer has are dropped)."""
-    names = {f.name for f in fields(Context)} - {"workspace"}
+    names = {f.name for f in fields(Context)}
     return Context(**{k: v for k, v in saved.items() if k in names})
