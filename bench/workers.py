@@ -62,16 +62,26 @@ async def run_worker(url: str, threads: int, jobs: int, ready: Sync, go: Sync, o
 
 
 def pg_cpu(postmaster: psutil.Process) -> float:
-    """CPU seconds PostgreSQL's processes used so far (ended backends count in the parent's)."""
+    """CPU seconds PostgreSQL's processes used so far (ended backends count in the parent's).
+
+    Read it while no backend starts or ends: one that ends between the two readings below
+    would be counted in neither.
+    """
+    total = 0.0
+    for child in postmaster.children():
+        times = child.cpu_times()
+        total += times.user + times.system
     times = postmaster.cpu_times()
-    total = times.user + times.system + times.children_user + times.children_system
-    for child in postmaster.children(recursive=True):
-        try:
-            child_times = child.cpu_times()
-        except psutil.NoSuchProcess:
-            continue  # ended just now: the parent's children times have it (or soon will)
-        total += child_times.user + child_times.system
-    return total
+    return total + times.user + times.system + times.children_user + times.children_system
+
+
+def settle(postmaster: psutil.Process, server_processes: set[int]) -> None:
+    """Wait until the workers' backends have ended (only the server's own processes remain)."""
+    deadline = time.monotonic() + 30
+    while {p.pid for p in postmaster.children()} - server_processes:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the workers' PostgreSQL sessions did not end")
+        time.sleep(0.05)
 
 
 def measure(
@@ -86,6 +96,7 @@ def measure(
         spawn.Process(target=worker_main, args=(url, share, jobs, ready[i], go, out))
         for i, share in enumerate(shares)
     ]
+    server_processes = {p.pid for p in postmaster.children()}
     for proc in procs:
         proc.start()
     for event, proc in zip(ready, procs, strict=True):
@@ -95,9 +106,10 @@ def measure(
     db_before, started = pg_cpu(postmaster), time.time()
     go.set()
     results = [out.get(timeout=600) for _ in procs]
-    db_cpu = pg_cpu(postmaster) - db_before
     for proc in procs:
         proc.join()
+    settle(postmaster, server_processes)
+    db_cpu = pg_cpu(postmaster) - db_before
     ends = [end for r in results for end in r["ends"]]
     failed = [s for r in results for s in r["statuses"] if s != "succeeded"]
     if failed:
@@ -110,8 +122,34 @@ def measure(
     }
 
 
+HEADER = ["workers × jobs", "wall", "threads/s", "p50", "p95", "ideal wall", "× first row"]
+HEADER += ["worker CPU/thread", "PG CPU/thread"]
+
+
+def table(
+    args: argparse.Namespace, url: str, postmaster: psutil.Process, latency: float
+) -> tuple[list[list[str]], dict[str, Any]]:
+    """Measure every worker count and jobs setting at one model latency; return the rows and
+    the last row's figures."""
+    rows: list[list[str]] = []
+    base = 0.0
+    with slow_model(latency) as env:
+        os.environ.update(env)  # the spawned workers inherit it
+        for jobs in args.jobs:
+            for workers in args.workers:
+                got = measure(url, postmaster, args.threads, workers, jobs)
+                ideal = latency * math.ceil(args.threads / (workers * jobs))
+                cells = row(
+                    f"{workers} × {jobs}", args.threads, got["wall"], got["latencies"], ideal
+                )
+                base = base or got["wall"]
+                cells += [f"{base / got['wall']:.2f}", f"{got['worker_cpu'] * 1000:.0f} ms"]
+                rows.append([*cells, f"{got['db_cpu'] * 1000:.1f} ms"])
+    return rows, got
+
+
 def main() -> None:
-    """Print one table per model latency: one row per worker count and jobs per worker."""
+    """Print one table per model latency, then the capacity estimate from CPU per thread."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=60)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 3])
@@ -126,33 +164,18 @@ def main() -> None:
         pid = int((server.data / "postmaster.pid").read_text().split()[0])
         postmaster = psutil.Process(pid)
         for latency in (args.latency, 0.0):
-            with slow_model(latency) as env:
-                os.environ.update(env)  # the spawned workers inherit it
-                header = ["workers × jobs", "wall", "threads/s", "p50", "p95", "ideal wall"]
-                header += ["× first row", "worker CPU/thread", "PG CPU/thread"]
-                rows, base = [], None
-                for jobs in args.jobs:
-                    for workers in args.workers:
-                        got = measure(server.url, postmaster, args.threads, workers, jobs)
-                        waves = math.ceil(args.threads / (workers * jobs))
-                        cells = row(
-                            f"{workers} × {jobs}",
-                            args.threads,
-                            got["wall"],
-                            got["latencies"],
-                            latency * waves,
-                        )
-                        base = base or got["wall"]
-                        cells += [f"{base / got['wall']:.2f}"]
-                        cells += [
-                            f"{got['worker_cpu'] * 1000:.0f} ms",
-                            f"{got['db_cpu'] * 1000:.1f} ms",
-                        ]
-                        rows.append(cells)
+            rows, last = table(args, server.url, postmaster, latency)
             print(f"\nmodel latency {latency:.1f} s per call")
-            print(markdown(header, rows))
+            print(markdown(HEADER, rows))
     finally:
         server.remove()
+    worker_cpu, db_cpu = last["worker_cpu"], last["db_cpu"]
+    print(
+        f"\nEstimate from CPU per thread (the last row): one worker core runs at most "
+        f"{1 / worker_cpu:.0f} threads/s of this shape, one PostgreSQL core serves "
+        f"{1 / db_cpu:.0f}; the database becomes the limit at about "
+        f"{worker_cpu / db_cpu:.0f} busy worker cores per database core."
+    )
 
 
 if __name__ == "__main__":
