@@ -4,21 +4,32 @@ SQLite runs in WAL mode with ``synchronous=NORMAL``: a commit does not wait for 
 which makes every finished step's durable write cheap, and the database stays intact and
 complete across process crashes (SIGKILL, OOM); only a power loss or OS crash can lose the
 last few commits. Pass your own saver to ``build_graph`` for other trade-offs.
+
+PostgreSQL savers create their tables when opened. ``CREATE TABLE IF NOT EXISTS`` is not safe
+in two sessions at once (both may create a table's type: "duplicate key value violates unique
+constraint pg_type_typname_nsp_index"), so processes opening one database together (workers
+starting side by side) take turns under the advisory lock :data:`SETUP_LOCK_KEY`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
+import psycopg
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 PRAGMAS = ("PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL")
+SETUP_LOCK_KEY = int.from_bytes(
+    hashlib.blake2b(b"planexec-checkpoint-setup", digest_size=8).digest(), "big", signed=True
+)
+"""The PostgreSQL advisory lock a saver's table setup runs under (one setup at a time)."""
 
 
 def _prepare(path: str | Path) -> str:
@@ -57,7 +68,9 @@ async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver
 def postgres_saver(url: str) -> Iterator[PostgresSaver]:
     """Open a PostgreSQL checkpointer for sync use, creating its tables if needed."""
     with PostgresSaver.from_conn_string(url) as saver:
-        saver.setup()
+        with psycopg.connect(url, autocommit=True) as turn:  # the lock's own session
+            turn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            saver.setup()  # the lock goes with the session when it closes
         yield saver
 
 
@@ -65,5 +78,7 @@ def postgres_saver(url: str) -> Iterator[PostgresSaver]:
 async def async_postgres_saver(url: str) -> AsyncIterator[AsyncPostgresSaver]:
     """Open a PostgreSQL checkpointer for async use, creating its tables if needed."""
     async with AsyncPostgresSaver.from_conn_string(url) as saver:
-        await saver.setup()
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as turn:
+            await turn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            await saver.setup()
         yield saver

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from planexec.sandbox import Sandbox
@@ -85,9 +86,18 @@ class Worker:
 
 
 @pytest.fixture
-def workers(postgres_url: str, workspace_root: Path, tmp_path: Path) -> Iterator[list[Worker]]:
-    """Three ready workers on the session's PostgreSQL (and this test's workspace root)."""
-    started = [Worker(postgres_url, tmp_path / f"worker-{i}.err") for i in range(3)]
+def fresh_db(postgres_url: str) -> str:
+    """A new, empty database on the session's PostgreSQL: the workers create its tables."""
+    name = f"workers_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # a generated name: letters, digits, _
+    return postgres_url.rpartition("/")[0] + "/" + name
+
+
+@pytest.fixture
+def workers(fresh_db: str, workspace_root: Path, tmp_path: Path) -> Iterator[list[Worker]]:
+    """Three workers started at once on a fresh database (and this test's workspace root)."""
+    started = [Worker(fresh_db, tmp_path / f"worker-{i}.err") for i in range(3)]
     try:
         for worker in started:
             assert "ready" in worker.reply()
@@ -201,7 +211,7 @@ def test_three_workers_resuming_one_thread_run_it_once(workers, workspace_root, 
     assert counts(ws, "end") == {"one": 1, "two": 1}
 
 
-def test_a_thread_in_a_shared_workspace_resumes_there(postgres_url, workspace_root, script):
+def test_a_thread_in_a_shared_workspace_resumes_there(fresh_db, workspace_root, script):
     """A worker that did not start the thread (a Runs of its own) resumes it in the shared
     workspace its context names, not in a folder of that name below its own working folder."""
     from planexec import Context
@@ -211,12 +221,49 @@ def test_a_thread_in_a_shared_workspace_resumes_there(postgres_url, workspace_ro
     name = f"w-{uuid.uuid4().hex[:8]}"
     ws = folder(workspace_root, name)
     context = Context(planner_model=f"scripted:{script}", approval="first", workspace=name)
-    with Runs.open(postgres_url, tools=TOOLS) as first:
+    with Runs.open(fresh_db, tools=TOOLS) as first:
         started = first.start(new_run("gate test", context=context))
     assert started.request is not None
     open_gates(ws)
-    with Runs.open(postgres_url, tools=TOOLS) as other:
+    with Runs.open(fresh_db, tools=TOOLS) as other:
         done = other.resume(started.thread_id, {"action": "approve"})
         assert other.get(started.thread_id).saved_context["workspace"] == name
     assert done.status == "succeeded"
     assert counts(ws, "end") == {"one": 1, "two": 1}
+
+
+def test_workers_starting_together_create_the_tables_in_turn(fresh_db):
+    """Opening a saver creates its tables; CREATE TABLE IF NOT EXISTS run by two sessions at
+    once can fail ("duplicate key ... pg_type_typname_nsp_index"), so setups take turns under
+    an advisory lock: held here, three openers wait for it, then all open the database."""
+    from planexec.persistence import SETUP_LOCK_KEY
+    from planexec.runs import Runs
+
+    def waiting() -> int:
+        row = admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            " AND ((classid::bigint << 32) | objid::bigint) = %s",
+            (SETUP_LOCK_KEY,),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    opened: list[object] = []
+
+    def open_runs() -> None:
+        try:
+            with Runs.open(fresh_db) as runs:
+                opened.append(len(runs.threads()))
+        except Exception as exc:  # shown by the assertion below
+            opened.append(exc)
+
+    with psycopg.connect(fresh_db, autocommit=True) as admin:
+        admin.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+        openers = [threading.Thread(target=open_runs) for _ in range(3)]
+        for opener in openers:
+            opener.start()
+        wait_until(lambda: waiting() == 3, [], "three setups waiting for the lock")
+        assert opened == []
+        admin.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+        for opener in openers:
+            opener.join(timeout=DEADLINE)
+    assert opened == [0, 0, 0]
