@@ -8,13 +8,18 @@ last few commits. Pass your own saver to ``build_graph`` for other trade-offs.
 PostgreSQL savers create their tables when opened. ``CREATE TABLE IF NOT EXISTS`` is not safe
 in two sessions at once (both may create a table's type: "duplicate key value violates unique
 constraint pg_type_typname_nsp_index"), so processes opening one database together (workers
-starting side by side) take turns under the advisory lock :data:`SETUP_LOCK_KEY`.
+starting side by side) take turns under the advisory lock :data:`SETUP_LOCK_KEY`. A waiting
+process polls for the lock rather than blocking on it: a session blocked in
+``pg_advisory_lock`` is a running transaction, which the holder's ``CREATE INDEX
+CONCURRENTLY`` waits for, a deadlock PostgreSQL cannot detect.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -30,6 +35,9 @@ SETUP_LOCK_KEY = int.from_bytes(
     hashlib.blake2b(b"planexec-checkpoint-setup", digest_size=8).digest(), "big", signed=True
 )
 """The PostgreSQL advisory lock a saver's table setup runs under (one setup at a time)."""
+SETUP_POLL_SECONDS = 0.05
+"""How often a process waiting for its turn at the setup asks for the lock again."""
+TRY_LOCK = "SELECT pg_try_advisory_lock(%s)"
 
 
 def _prepare(path: str | Path) -> str:
@@ -69,7 +77,8 @@ def postgres_saver(url: str) -> Iterator[PostgresSaver]:
     """Open a PostgreSQL checkpointer for sync use, creating its tables if needed."""
     with PostgresSaver.from_conn_string(url) as saver:
         with psycopg.connect(url, autocommit=True) as turn:  # the lock's own session
-            turn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            while not _granted(turn.execute(TRY_LOCK, (SETUP_LOCK_KEY,)).fetchone()):
+                time.sleep(SETUP_POLL_SECONDS)
             saver.setup()  # the lock goes with the session when it closes
         yield saver
 
@@ -79,6 +88,12 @@ async def async_postgres_saver(url: str) -> AsyncIterator[AsyncPostgresSaver]:
     """Open a PostgreSQL checkpointer for async use, creating its tables if needed."""
     async with AsyncPostgresSaver.from_conn_string(url) as saver:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True) as turn:
-            await turn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            while not _granted(await (await turn.execute(TRY_LOCK, (SETUP_LOCK_KEY,))).fetchone()):
+                await asyncio.sleep(SETUP_POLL_SECONDS)
             await saver.setup()
         yield saver
+
+
+def _granted(row: tuple[object, ...] | None) -> bool:
+    """Whether ``pg_try_advisory_lock`` gave the lock."""
+    return bool(row and row[0])

@@ -235,15 +235,16 @@ def test_a_thread_in_a_shared_workspace_resumes_there(fresh_db, workspace_root, 
 def test_workers_starting_together_create_the_tables_in_turn(fresh_db):
     """Opening a saver creates its tables; CREATE TABLE IF NOT EXISTS run by two sessions at
     once can fail ("duplicate key ... pg_type_typname_nsp_index"), so setups take turns under
-    an advisory lock: held here, three openers wait for it, then all open the database."""
+    an advisory lock: held here, three openers wait for it, then all open the database. The
+    holder's setup runs CREATE INDEX CONCURRENTLY, which waits for every running transaction:
+    openers blocked in pg_advisory_lock would be such transactions (a deadlock), so they poll."""
     from planexec.persistence import SETUP_LOCK_KEY
     from planexec.runs import Runs
 
     def waiting() -> int:
         row = admin.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-            " AND ((classid::bigint << 32) | objid::bigint) = %s",
-            (SETUP_LOCK_KEY,),
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND query LIKE '%pg_try_advisory_lock%'"
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -262,6 +263,7 @@ def test_workers_starting_together_create_the_tables_in_turn(fresh_db):
         for opener in openers:
             opener.start()
         wait_until(lambda: waiting() == 3, [], "three setups waiting for the lock")
+        time.sleep(0.5)  # they keep waiting while the lock is held
         assert opened == []
         admin.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
         for opener in openers:
