@@ -188,3 +188,34 @@ def test_ctrl_c_while_the_planner_works_exits_130_with_the_resume_command(tmp_pa
     assert code == 130, text
     assert re.search(r"interrupted; .* planexec resume [0-9a-f-]{36}", text)
     assert "Traceback" not in text
+
+
+SLEEPY_EDITOR = """\
+import pathlib, sys, time
+pathlib.Path(sys.argv[1]).with_name("opened").write_text("yes")
+time.sleep(30)  # the user presses Ctrl-C in the editor (vim users do, to leave insert mode)
+"""
+
+
+def test_ctrl_c_in_the_editor_is_the_editors_and_the_run_goes_on(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
+    editor = tmp_path / "editor.py"
+    editor.write_text(SLEEPY_EDITOR)
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws",
+                  EDITOR=f"{sys.executable} {editor}", TMPDIR=str(tmp_path))  # fmt: skip
+    child.expect("Run this plan")
+    child.sendline("e")
+    for _ in range(100):  # until the editor has the file open
+        if (tmp_path / "opened").exists():
+            break
+        child.expect([pexpect.TIMEOUT], timeout=0.1)
+    child.sendintr()  # the editor dies of it; planexec goes back to its menu
+    child.expect("the editor failed")
+    child.expect("Run this plan")
+    child.sendline("y")
+    text, code = finish(child)
+    assert code == 0, text
+    assert (tmp_path / "ws" / "a.txt").read_text() == "x"

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -14,6 +10,7 @@ from rich.console import Console
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
 from planexec.cli.editor import edit_plan, plan_text
+from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.runs import ApprovalRequest
@@ -40,23 +37,6 @@ class Paused(PlanexecError):
 
 class Interrupted(PlanexecError):
     """The user pressed Ctrl-C; the run stopped where its last checkpoint is (exit 130)."""
-
-
-@contextmanager
-def ctrl_c_raises() -> Iterator[None]:
-    """Let Ctrl-C interrupt a prompt at once.
-
-    ``asyncio.run`` turns Ctrl-C into a cancellation the event loop delivers only once the
-    blocking ``input()`` returns; while asking, Python's own handler raises at once instead.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def read_answer(text: str, *, can_revise: bool) -> str | None:
@@ -155,7 +135,8 @@ class Reviewer:
     def edit(self, text: str, error: str | None) -> dict[str, Any] | None:
         """Edit ``text`` in the editor; return the edit answer (None: back to the menu)."""
         try:
-            edited, self.draft, unsolved = edit_plan(text, error)
+            with ctrl_c_for_the_editor():
+                edited, self.draft, unsolved = edit_plan(text, error)
         except click.ClickException as exc:  # the editor could not start, or failed
             self.out.print(styled(("the editor failed: ", "red"), exc.format_message()))
             return None
