@@ -20,12 +20,15 @@ WRAPPER = Path(__file__).with_name("slow_cli.py")
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\r")
 
 
-def spawn(cwd: Path, *args: str, delay: float = 0.0, **env: str) -> pexpect.spawn:
+def spawn(
+    cwd: Path, *args: str, delay: float = 0.0, chunk_delay: float = 0.0, **env: str
+) -> pexpect.spawn:
     environment = {**os.environ, "PLANEXEC_DB": str(cwd / "runs.sqlite"), **env}
     environment["PYTHONPATH"] = os.pathsep.join(
         [str(Path(planexec.__file__).parents[1]), str(ROOT)]
     )
     environment["PLANEXEC_TEST_MODEL_DELAY"] = str(delay)
+    environment["PLANEXEC_TEST_CHUNK_DELAY"] = str(chunk_delay)
     environment.pop("COLUMNS", None)
     child = pexpect.spawn(
         sys.executable,
@@ -246,3 +249,17 @@ def test_ctrl_c_while_a_step_works_exits_130_and_resume_finishes_the_run(tmp_pat
     text, code = finish(resumed)
     assert code == 0, text
     assert "thought [/] about it" in text
+
+
+def test_the_status_counts_the_plan_steps_as_the_planner_streams_them(tmp_path):
+    steps = [step(i, "list_files", {}, [i - 1] if i > 1 else []) for i in range(1, 4)]
+    path = tmp_path / "planner.json"
+    reply = {"tool_calls": [{"name": "Plan", "args": plan_of(*steps, goal="look [/] around")}]}
+    path.write_text(json.dumps({"stream_chunk_chars": 20, "replies": [reply]}))
+    child = spawn(tmp_path, "run", "look", "--planner-model", f"scripted:{path}",
+                  "--workspace", "ws", "--yes", chunk_delay=0.15)  # fmt: skip
+    child.expect(r"writing the plan \(1 step so far\) \d+\.\ds")
+    child.expect(r"writing the plan \(2 steps so far\) \d+\.\ds")
+    text, code = finish(child)
+    assert code == 0, text
+    assert text.index("2 steps so far") < text.index("Plan v1: look [/] around")
