@@ -121,3 +121,16 @@ def test_the_offline_demo_says_revising_needs_a_model_before_asking(env):
     assert "reject is not offered: revising a plan needs a planner model" in before
     assert "r = reject" not in result.output
     assert "cancelled" in result.output and result.exit_code == 1
+
+
+def test_a_narrow_terminal_shows_each_step_as_a_block_not_a_crushed_table(env):
+    shutil.copy(EXAMPLES / "sales.csv", env / "sales.csv")
+    result = invoke("run", "--plan", str(EXAMPLES / "sales_plan.json"), "--data", "sales.csv",
+                    "--workspace", "ws", "--yes", COLUMNS="40")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    shown = result.output[: result.output.index("approved (--yes)")]
+    assert "┃" not in shown and "│" not in shown  # no table
+    for line in ("1. load_csv", "3. calculate_stats · after 2", "6. write_report · after 3-5"):
+        assert line in shown.splitlines()
+    wide = invoke("show", re.search(r"thread (\S+)", result.output).group(1), COLUMNS="120")
+    assert "┃ id ┃ tool" in wide.output  # a wide terminal keeps the table
