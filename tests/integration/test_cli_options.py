@@ -134,3 +134,22 @@ def test_a_narrow_terminal_shows_each_step_as_a_block_not_a_crushed_table(env):
         assert line in shown.splitlines()
     wide = invoke("show", re.search(r"thread (\S+)", result.output).group(1), COLUMNS="120")
     assert "┃ id ┃ tool" in wide.output  # a wide terminal keeps the table
+
+
+def test_data_never_overwrites_a_file_and_a_file_already_in_the_workspace_is_fine(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    for folder, content in (("a", "x\n1\n"), ("b", "y\n2\n"), ("ws", "mine\n")):
+        (env / folder).mkdir()
+        (env / folder / "s.csv").write_text(content)
+    run = ("run", "--plan", "plan.json", "--yes", "--workspace")
+    twice = invoke(*run, "new", "--data", "a/s.csv", "--data", "b/s.csv")
+    assert twice.exit_code == 2 and "a/s.csv and b/s.csv have the same name" in twice.output
+    assert not (env / "new").exists()
+    over = invoke(*run, "ws", "--data", "a/s.csv")
+    assert over.exit_code == 2 and "already has a different s.csv" in over.output
+    assert (env / "ws" / "s.csv").read_text() == "mine\n"  # the user's file is kept
+    assert json.loads(invoke("threads", "--json").stdout) == []  # no run was made
+    inside = invoke(*run, "ws", "--data", "ws/s.csv")
+    assert inside.exit_code == 0, inside.output
+    (env / "same.csv").write_text("mine\n")  # the same content: nothing is lost
+    assert invoke(*run, "ws", "--data", "same.csv").exit_code == 0
