@@ -153,3 +153,14 @@ def test_data_never_overwrites_a_file_and_a_file_already_in_the_workspace_is_fin
     assert inside.exit_code == 0, inside.output
     (env / "same.csv").write_text("mine\n")  # the same content: nothing is lost
     assert invoke(*run, "ws", "--data", "same.csv").exit_code == 0
+
+
+def test_the_missing_file_advice_works_when_pasted(env):
+    plan = plan_of(step(1, "read_file", {"path": "my notes.txt"}),
+                   step(2, "read_file", {"path": "data/sales.csv"}))  # fmt: skip
+    (env / "plan.json").write_text(json.dumps(plan))
+    result = invoke("run", "--plan", "plan.json", "--yes", "--workspace", "ws")
+    assert result.exit_code == 2, result.output
+    assert "--data 'my notes.txt'" in result.output  # a shell takes it as one file
+    assert "--data data/sales.csv" not in result.output  # --data would copy it to ws/sales.csv
+    assert f"put data/sales.csv at {env / 'ws' / 'data' / 'sales.csv'}" in result.output
