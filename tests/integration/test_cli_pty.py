@@ -263,3 +263,25 @@ def test_the_status_counts_the_plan_steps_as_the_planner_streams_them(tmp_path):
     text, code = finish(child)
     assert code == 0, text
     assert text.index("2 steps so far") < text.index("Plan v1: look [/] around")
+
+
+def test_ctrl_c_at_a_revised_plans_approval_does_not_claim_nothing_ran(tmp_path):
+    (tmp_path / "ws" / "folder").mkdir(parents=True)
+    (tmp_path / "ws" / "notes.txt").write_text("the notes")
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "read_file", {"path": "folder"}))))
+    planner = script(
+        tmp_path / "planner.json", plan_of(step(2, "read_file", {"path": "notes.txt"}))
+    )
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws",
+                  "--approval", "always", "--planner-model", planner)  # fmt: skip
+    child.expect("Run this plan")
+    child.sendline("y")
+    child.expect("revised by the replanner after failures")
+    child.expect("Run this plan")
+    child.sendintr()
+    text, code = finish(child)
+    assert code == 130, text
+    ending = text[text.rindex("Run this plan") :]
+    assert "nothing was run" not in ending and "✘ step 1 failed" in text
+    assert re.search(r"plan v2 waits for your approval.*planexec resume [0-9a-f-]{36}", ending)

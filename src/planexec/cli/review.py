@@ -88,9 +88,10 @@ class Reviewer:
                 f"planexec resume {self.thread_id}"
             ) from None
         except KeyboardInterrupt:
+            nothing = " nothing was run;" if request["version"] == 1 else ""
             raise Interrupted(
-                f"interrupted; nothing was run. The plan waits for approval: "
-                f"planexec resume {self.thread_id}"
+                f"interrupted;{nothing} plan v{request['version']} waits for your approval. "
+                f"Continue with: planexec resume {self.thread_id}"
             ) from None
 
     def show(self, request: ApprovalRequest) -> None:
