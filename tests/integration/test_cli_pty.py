@@ -285,3 +285,16 @@ def test_ctrl_c_at_a_revised_plans_approval_does_not_claim_nothing_ran(tmp_path)
     ending = text[text.rindex("Run this plan") :]
     assert "nothing was run" not in ending and "✘ step 1 failed" in text
     assert re.search(r"plan v2 waits for your approval.*planexec resume [0-9a-f-]{36}", ending)
+
+
+def test_the_end_summary_tells_the_time_at_the_prompt_from_the_runs(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws")
+    child.expect("Run this plan")
+    child.expect([pexpect.TIMEOUT], timeout=1.2)  # the user reads the plan
+    child.sendline("y")
+    text, code = finish(child)
+    assert code == 0, text
+    took = re.search(r"succeeded in (\d+\.\d)s \((\d+\.\d)s of it at the prompt\)", text)
+    assert took and float(took.group(2)) >= 1.2 and float(took.group(1)) >= float(took.group(2))

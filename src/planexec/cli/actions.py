@@ -84,7 +84,8 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
         result = await watch.run(
             runs.astart(request, on_event=watch.progress, decide=watch.reviewer)
         )
-    return report(result.values, tid, str(root), session, time.monotonic() - clock)
+    wall = time.monotonic() - clock
+    return report(result.values, tid, str(root), session, wall, watch.reviewer.waited)
 
 
 async def resume(thread_id: str, db: str, session: Session) -> int:
@@ -107,7 +108,7 @@ async def resume(thread_id: str, db: str, session: Session) -> int:
             runs.aresume(thread_id, on_event=watch.progress, decide=watch.reviewer)
         )
     wall = time.monotonic() - clock
-    return report(result.values, thread_id, str(sandbox.root), session, wall)
+    return report(result.values, thread_id, str(sandbox.root), session, wall, watch.reviewer.waited)
 
 
 async def demo(target: Path, db: str, session: Session) -> int:
@@ -132,6 +133,7 @@ def report(
     workspace: str,
     session: Session,
     wall: float | None = None,
+    waited: float = 0.0,
 ) -> int:
     """Print the outcome; return the exit code (0 only when every step succeeded)."""
     final = values.get("final") or {}
@@ -140,5 +142,5 @@ def report(
         result = {"thread_id": thread_id, "workspace": workspace, "final": final}
         print(json.dumps({**result, "steps": steps, "usage": usage}, default=str, indent=1))
     else:
-        print_outcome(session.out, values, thread_id, workspace, wall)
+        print_outcome(session.out, values, thread_id, workspace, wall, waited)
     return 0 if final.get("status") == "succeeded" else EXIT_FAILED

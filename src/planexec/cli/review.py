@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import click
@@ -65,9 +66,19 @@ class Reviewer:
         self.out, self.board, self.activity = out, board, activity
         self.yes, self.thread_id, self.no_revision = yes, thread_id, no_revision
         self.draft: str | None = None  # the user's last edit, until the approval takes it
+        self.waited = 0.0
+        """Seconds spent waiting for the user's answers (the end summary tells them apart)."""
 
     def __call__(self, request: ApprovalRequest) -> dict[str, Any]:
         """Show the plan and what is wrong with it; return the reviewer's answer."""
+        asked = time.monotonic()
+        try:
+            return self.answer(request)
+        finally:
+            self.waited += time.monotonic() - asked
+
+    def answer(self, request: ApprovalRequest) -> dict[str, Any]:
+        """Return the reviewer's answer to ``request`` (see :meth:`__call__`)."""
         self.activity.stop()
         names = {"version": request["version"], "digest": request["digest"]}
         error, draft, self.draft = request.get("error"), self.draft, None
