@@ -83,7 +83,8 @@ def test_live_status_while_the_planner_works_then_y_approves(tmp_path):
     text, code = finish(child)
     assert code == 0, text
     assert (tmp_path / "ws" / "a.txt").read_text() == "[/] hi"
-    assert re.search(r"succeeded in \d+\.\ds · 1 model call \(planner 1\) · [\d,]+ tokens", text)
+    summary = r"succeeded in \d+\.\ds( \(.* at the prompt\))? · 1 model call \(planner 1\)"
+    assert re.search(summary + r" · [\d,]+ tokens", text)
     assert re.search(r"planexec show [0-9a-f-]{36}", text)
 
 
