@@ -164,3 +164,12 @@ def test_the_missing_file_advice_works_when_pasted(env):
     assert "--data 'my notes.txt'" in result.output  # a shell takes it as one file
     assert "--data data/sales.csv" not in result.output  # --data would copy it to ws/sales.csv
     assert f"put data/sales.csv at {env / 'ws' / 'data' / 'sales.csv'}" in result.output
+
+
+def test_threads_leaves_room_for_the_task_on_an_80_column_terminal(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}), goal="x")))
+    assert (
+        invoke("run", "look around the [workspace]", "--plan", "plan.json", "--yes").exit_code == 0
+    )
+    listed = invoke("threads", COLUMNS="80").output
+    assert "look around" in listed and max(map(len, listed.splitlines())) <= 80
