@@ -146,8 +146,11 @@ def test_unanswered_prompt_pauses_and_resume_continues(env):
     assert not (env / "ws" / "a.txt").exists()
     resumed = invoke("resume", tid, "--yes", "--json")
     assert resumed.exit_code == 0, resumed.output
+    assert f"thread {tid} · workspace {env / 'ws'} · resuming" in resumed.stderr
     assert json.loads(resumed.stdout)["final"]["status"] == "succeeded"
     assert (env / "ws" / "a.txt").read_text() == "later"
+    again = invoke("resume", tid)
+    assert again.output.startswith(f"thread {tid} · workspace {env / 'ws'} · already finished")
 
 
 def test_a_failed_run_exits_non_zero(env):

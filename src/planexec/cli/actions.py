@@ -96,9 +96,11 @@ async def resume(thread_id: str, db: str, session: Session) -> int:
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")
         sandbox = sandbox_for(thread.workspace, db, thread.outputs)
+        where = f"thread {thread_id} · workspace {sandbox.root}"
         if thread.finished:
-            session.out.print(f"thread {thread_id} has already finished")
+            session.out.print(f"{where} · already finished")
             return report(thread.values, thread_id, str(sandbox.root), session)
+        session.out.print(f"{where} · resuming")
         context = saved_context(thread.saved_context)
         watch = Watch(
             session.out, thread_id, yes=session.yes, judge=context.llm_judge,
