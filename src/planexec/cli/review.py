@@ -10,6 +10,7 @@ from rich.console import Console
 
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
+from planexec.cli.changes import same_plan
 from planexec.cli.editor import edit_plan, plan_text
 from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
@@ -138,8 +139,11 @@ class Reviewer:
                 if feedback:
                     return {"action": "reject", "feedback": feedback}
             elif action == "edit":
-                answer = self.edit(plan_text(request["plan"]), None)
-                if answer is not None:
+                plan = request["plan"]
+                answer = self.edit(plan_text(plan), None)
+                if answer is not None and same_plan(answer["plan"], plan):  # not an approval
+                    self.out.print(styled(("the plan is unchanged; back to the menu", "yellow")))
+                elif answer is not None:
                     return answer
             else:
                 self.out.print(styled(("please answer ", "yellow"), menu))
