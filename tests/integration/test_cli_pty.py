@@ -299,3 +299,17 @@ def test_the_end_summary_tells_the_time_at_the_prompt_from_the_runs(tmp_path):
     assert code == 0, text
     took = re.search(r"succeeded in (\d+\.\d)s \((\d+\.\d)s of it at the prompt\)", text)
     assert took and float(took.group(2)) >= 1.2 and float(took.group(1)) >= float(took.group(2))
+
+
+def test_a_second_ctrl_c_still_says_how_to_resume(tmp_path):
+    planner = script(tmp_path / "p.json", plan_of(step(1, "list_files", {})))
+    child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",
+                  delay=3)  # fmt: skip
+    child.expect(r"writing the plan \d+\.\ds")
+    child.sendintr()  # the model call runs on: a second Ctrl-C to leave at once
+    child.expect([pexpect.TIMEOUT], timeout=0.3)
+    child.sendintr()
+    text, code = finish(child)
+    assert code == 130, text
+    tid = re.search(r"thread ([0-9a-f-]{36})", text).group(1)
+    assert f"planexec resume {tid}" in text and "Traceback" not in text

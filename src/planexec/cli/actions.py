@@ -77,6 +77,7 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
             if missing:
                 raise UserError(missing_message(missing, root))
         session.out.print(f"thread {tid} · workspace {root}")
+        session.running.thread_id = tid
         watch = Watch(
             session.out, tid, yes=session.yes, judge=context.llm_judge,
             as_json=session.as_json, planner_missing=missing_model,
@@ -101,6 +102,7 @@ async def resume(thread_id: str, db: str, session: Session) -> int:
             session.out.print(f"{where} · already finished")
             return report(thread.values, thread_id, str(sandbox.root), session)
         session.out.print(f"{where} · resuming")
+        session.running.thread_id = thread_id
         context = saved_context(thread.saved_context)
         watch = Watch(
             session.out, thread_id, yes=session.yes, judge=context.llm_judge,
