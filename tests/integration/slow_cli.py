@@ -1,5 +1,6 @@
 """The planexec command with slow scripted models: each reply waits PLANEXEC_TEST_MODEL_DELAY
-seconds first (a model that takes its time, for the live status). Run as a script."""
+seconds first (a model that takes its time, for the live status), and a streamed reply waits
+PLANEXEC_TEST_CHUNK_DELAY seconds before each piece. Run as a script."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from planexec.cli import main
 from planexec.scripted import ScriptedChatModel
 
 delay = float(os.environ.get("PLANEXEC_TEST_MODEL_DELAY", "0"))
-generate = ScriptedChatModel._generate
+chunk_delay = float(os.environ.get("PLANEXEC_TEST_CHUNK_DELAY", "0"))
+generate, stream = ScriptedChatModel._generate, ScriptedChatModel._stream
 
 
 def slow_generate(self, *args, **kwargs):
@@ -19,7 +21,14 @@ def slow_generate(self, *args, **kwargs):
     return generate(self, *args, **kwargs)
 
 
+def slow_stream(self, *args, **kwargs):
+    for chunk in stream(self, *args, **kwargs):
+        time.sleep(chunk_delay)
+        yield chunk
+
+
 ScriptedChatModel._generate = slow_generate  # type: ignore[method-assign]
+ScriptedChatModel._stream = slow_stream  # type: ignore[method-assign]
 
 if __name__ == "__main__":
     sys.argv[0] = "planexec"

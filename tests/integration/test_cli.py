@@ -113,6 +113,19 @@ def test_edit_in_the_editor(env, monkeypatch):
     assert (env / "ws" / "a.txt").read_text() == "edited"
 
 
+def test_leaving_the_editor_without_a_change_is_no_approval(env, monkeypatch):
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
+    monkeypatch.setenv("EDITOR", "true")  # opens and closes: nothing changed
+    result = invoke("run", "--plan", str(plan_file), "--workspace", "ws", input="e\nc\n")
+    assert result.exit_code == 1, result.output
+    assert "the plan is unchanged" in result.output and "cancelled" in result.output
+    assert result.output.count("Run this plan?") == 2
+    assert not (env / "ws" / "a.txt").exists()
+
+
 def test_reject_with_feedback_then_approve(env):
     first = plan_of(step(1, "write_file", {"path": "long.txt", "content": "long"}))
     second = plan_of(step(1, "write_file", {"path": "short.txt", "content": "short"}))
@@ -146,8 +159,11 @@ def test_unanswered_prompt_pauses_and_resume_continues(env):
     assert not (env / "ws" / "a.txt").exists()
     resumed = invoke("resume", tid, "--yes", "--json")
     assert resumed.exit_code == 0, resumed.output
+    assert f"thread {tid} · workspace {env / 'ws'} · resuming" in resumed.stderr
     assert json.loads(resumed.stdout)["final"]["status"] == "succeeded"
     assert (env / "ws" / "a.txt").read_text() == "later"
+    again = invoke("resume", tid)
+    assert again.output.startswith(f"thread {tid} · workspace {env / 'ws'} · already finished")
 
 
 def test_a_failed_run_exits_non_zero(env):

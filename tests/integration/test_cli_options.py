@@ -121,3 +121,55 @@ def test_the_offline_demo_says_revising_needs_a_model_before_asking(env):
     assert "reject is not offered: revising a plan needs a planner model" in before
     assert "r = reject" not in result.output
     assert "cancelled" in result.output and result.exit_code == 1
+
+
+def test_a_narrow_terminal_shows_each_step_as_a_block_not_a_crushed_table(env):
+    shutil.copy(EXAMPLES / "sales.csv", env / "sales.csv")
+    result = invoke("run", "--plan", str(EXAMPLES / "sales_plan.json"), "--data", "sales.csv",
+                    "--workspace", "ws", "--yes", COLUMNS="40")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    shown = result.output[: result.output.index("approved (--yes)")]
+    assert "┃" not in shown and "│" not in shown  # no table
+    for line in ("1. load_csv", "3. calculate_stats · after 2", "6. write_report · after 3-5"):
+        assert line in shown.splitlines()
+    wide = invoke("show", re.search(r"thread (\S+)", result.output).group(1), COLUMNS="120")
+    assert "┃ id ┃ tool" in wide.output  # a wide terminal keeps the table
+
+
+def test_data_never_overwrites_a_file_and_a_file_already_in_the_workspace_is_fine(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    for folder, content in (("a", "x\n1\n"), ("b", "y\n2\n"), ("ws", "mine\n")):
+        (env / folder).mkdir()
+        (env / folder / "s.csv").write_text(content)
+    run = ("run", "--plan", "plan.json", "--yes", "--workspace")
+    twice = invoke(*run, "new", "--data", "a/s.csv", "--data", "b/s.csv")
+    assert twice.exit_code == 2 and "a/s.csv and b/s.csv have the same name" in twice.output
+    assert not (env / "new").exists()
+    over = invoke(*run, "ws", "--data", "a/s.csv")
+    assert over.exit_code == 2 and "already has a different s.csv" in over.output
+    assert (env / "ws" / "s.csv").read_text() == "mine\n"  # the user's file is kept
+    assert json.loads(invoke("threads", "--json").stdout) == []  # no run was made
+    inside = invoke(*run, "ws", "--data", "ws/s.csv")
+    assert inside.exit_code == 0, inside.output
+    (env / "same.csv").write_text("mine\n")  # the same content: nothing is lost
+    assert invoke(*run, "ws", "--data", "same.csv").exit_code == 0
+
+
+def test_the_missing_file_advice_works_when_pasted(env):
+    plan = plan_of(step(1, "read_file", {"path": "my notes.txt"}),
+                   step(2, "read_file", {"path": "data/sales.csv"}))  # fmt: skip
+    (env / "plan.json").write_text(json.dumps(plan))
+    result = invoke("run", "--plan", "plan.json", "--yes", "--workspace", "ws")
+    assert result.exit_code == 2, result.output
+    assert "--data 'my notes.txt'" in result.output  # a shell takes it as one file
+    assert "--data data/sales.csv" not in result.output  # --data would copy it to ws/sales.csv
+    assert f"put data/sales.csv at {env / 'ws' / 'data' / 'sales.csv'}" in result.output
+
+
+def test_threads_leaves_room_for_the_task_on_an_80_column_terminal(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}), goal="x")))
+    assert (
+        invoke("run", "look around the [workspace]", "--plan", "plan.json", "--yes").exit_code == 0
+    )
+    listed = invoke("threads", COLUMNS="80").output
+    assert "look around" in listed and max(map(len, listed.splitlines()[1:])) <= 80

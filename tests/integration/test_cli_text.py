@@ -45,6 +45,8 @@ def test_every_text_field_is_shown_literally_and_sends_no_control_character(text
     out = recording()
     plan = a_plan(text)
     print_plan(out, plan, {"1": {"status": text}})
+    narrow = recording(width=40)  # each step as a block, not a table
+    print_plan(narrow, plan, {"1": {"status": text}})
     board = PlanBoard(out)
     board.show(plan, "first")
     board.show({**plan, "goal": text + "!", "steps": plan["steps"][:1]}, "second")
@@ -72,7 +74,7 @@ def test_every_text_field_is_shown_literally_and_sends_no_control_character(text
         threads_table([{"thread_id": "t", "task": text, "status": text, "updated": None}], text)
     )
     out.print(styled(("error:", "red"), " ", text))
-    screen = out.export_text()
+    screen = out.export_text() + narrow.export_text()
     assert not [c for c in screen if c != "\n" and (ord(c) < 32 or 127 <= ord(c) < 160)]
     flat = screen.replace("\n", " ")
     for line in shown(text):

@@ -77,6 +77,7 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
             if missing:
                 raise UserError(missing_message(missing, root))
         session.out.print(f"thread {tid} · workspace {root}")
+        session.running.thread_id = tid
         watch = Watch(
             session.out, tid, yes=session.yes, judge=context.llm_judge,
             as_json=session.as_json, planner_missing=missing_model,
@@ -84,7 +85,8 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
         result = await watch.run(
             runs.astart(request, on_event=watch.progress, decide=watch.reviewer)
         )
-    return report(result.values, tid, str(root), session, time.monotonic() - clock)
+    wall = time.monotonic() - clock
+    return report(result.values, tid, str(root), session, wall, watch.reviewer.waited)
 
 
 async def resume(thread_id: str, db: str, session: Session) -> int:
@@ -95,9 +97,12 @@ async def resume(thread_id: str, db: str, session: Session) -> int:
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")
         sandbox = sandbox_for(thread.workspace, db, thread.outputs)
+        where = f"thread {thread_id} · workspace {sandbox.root}"
         if thread.finished:
-            session.out.print(f"thread {thread_id} has already finished")
+            session.out.print(f"{where} · already finished")
             return report(thread.values, thread_id, str(sandbox.root), session)
+        session.out.print(f"{where} · resuming")
+        session.running.thread_id = thread_id
         context = saved_context(thread.saved_context)
         watch = Watch(
             session.out, thread_id, yes=session.yes, judge=context.llm_judge,
@@ -107,7 +112,7 @@ async def resume(thread_id: str, db: str, session: Session) -> int:
             runs.aresume(thread_id, on_event=watch.progress, decide=watch.reviewer)
         )
     wall = time.monotonic() - clock
-    return report(result.values, thread_id, str(sandbox.root), session, wall)
+    return report(result.values, thread_id, str(sandbox.root), session, wall, watch.reviewer.waited)
 
 
 async def demo(target: Path, db: str, session: Session) -> int:
@@ -132,6 +137,7 @@ def report(
     workspace: str,
     session: Session,
     wall: float | None = None,
+    waited: float = 0.0,
 ) -> int:
     """Print the outcome; return the exit code (0 only when every step succeeded)."""
     final = values.get("final") or {}
@@ -140,5 +146,5 @@ def report(
         result = {"thread_id": thread_id, "workspace": workspace, "final": final}
         print(json.dumps({**result, "steps": steps, "usage": usage}, default=str, indent=1))
     else:
-        print_outcome(session.out, values, thread_id, workspace, wall)
+        print_outcome(session.out, values, thread_id, workspace, wall, waited)
     return 0 if final.get("status") == "succeeded" else EXIT_FAILED

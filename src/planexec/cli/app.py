@@ -66,7 +66,8 @@ def run(
     options |= {"max_replans": max_replans, "step_timeout": step_timeout}
     options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
     new = actions.NewRun(task, plan, data or [], thread_id, workspace, options)
-    guard(actions.start(new, actions.database(db), actions.Session(yes=yes, as_json=as_json)))
+    session = actions.Session(yes=yes, as_json=as_json)
+    guard(actions.start(new, actions.database(db), session), session.running)
 
 
 @app.command()
@@ -81,7 +82,7 @@ def resume(
     from planexec.cli.guard import guard
 
     session = actions.Session(yes=yes, as_json=as_json)
-    guard(actions.resume(thread_id, actions.database(db), session))
+    guard(actions.resume(thread_id, actions.database(db), session), session.running)
 
 
 @app.command()
@@ -121,7 +122,7 @@ def demo(
     from planexec.cli.guard import guard
 
     session = actions.Session(yes=yes, as_json=as_json)
-    guard(actions.demo(Path(workspace), actions.database(db), session))
+    guard(actions.demo(Path(workspace), actions.database(db), session), session.running)
 
 
 def main() -> None:

@@ -9,6 +9,7 @@ import sqlite3
 import sys
 import traceback
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -27,11 +28,18 @@ class UserError(PlanexecError):
     """A mistake the user can fix; printed as one line."""
 
 
+@dataclass
+class Running:
+    """The thread a command works on, once known: a second Ctrl-C still says how to resume."""
+
+    thread_id: str | None = None
+
+
 def _error(message: str) -> None:
     console(stderr=True).print(styled(("error:", "red"), " ", message))
 
 
-def _outcome(coro: Coroutine[Any, Any, int]) -> int:
+def _outcome(coro: Coroutine[Any, Any, int], running: Running) -> int:
     """Run the command; return its exit code, printing a failure in one line."""
     try:
         return asyncio.run(coro)
@@ -41,8 +49,9 @@ def _outcome(coro: Coroutine[Any, Any, int]) -> int:
     except Interrupted as exc:
         console(stderr=True).print(styled(("\n" + str(exc), "yellow")))
         return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        console(stderr=True).print(styled(("\ninterrupted", "yellow")))
+    except KeyboardInterrupt:  # a second Ctrl-C: asyncio raises it without waiting for the run
+        how = f". Continue it with: planexec resume {running.thread_id}" * bool(running.thread_id)
+        console(stderr=True).print(styled(("\ninterrupted" + how, "yellow")))
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader left (`| head`): stop quietly, as a shell tool does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -59,7 +68,7 @@ def _outcome(coro: Coroutine[Any, Any, int]) -> int:
     return EXIT_ERROR
 
 
-def guard(coro: Coroutine[Any, Any, int]) -> None:
+def guard(coro: Coroutine[Any, Any, int], running: Running | None = None) -> None:
     """Run a command's coroutine and exit with its code; print failures in one line.
 
     Everything printed meanwhile (the command's lines, what tools print, errors, a crash's
@@ -71,7 +80,7 @@ def guard(coro: Coroutine[Any, Any, int]) -> None:
     logging.getLogger("psycopg").setLevel(logging.ERROR)
     with scrubbed_stdio():
         try:
-            code = _outcome(coro)
+            code = _outcome(coro, running or Running())
             sys.stdout.flush()
         except BrokenPipeError:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

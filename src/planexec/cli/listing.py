@@ -6,7 +6,7 @@ import json
 
 from rich.console import Console
 
-from planexec.cli.guard import UserError
+from planexec.cli.guard import Running, UserError
 from planexec.cli.ui import console
 from planexec.cli.views import print_thread, threads_table
 from planexec.outputs import OutputStore, output_of
@@ -21,6 +21,7 @@ class Session:
         """Send the lines for people to stderr when stdout carries JSON."""
         self.yes, self.as_json = yes, as_json
         self.out: Console = console(stderr=as_json)
+        self.running = Running()
 
 
 def database(db: str | None) -> str:

@@ -39,11 +39,16 @@ def print_outcome(
     thread_id: str,
     workspace: str,
     wall: float | None = None,
+    waited: float = 0.0,
 ) -> None:
-    """Print the end of a run: status and costs, the answer and files, and how to see it again."""
+    """Print the end of a run: status and costs, the answer and files, and how to see it again.
+
+    ``wall``: seconds the command took, ``waited`` of them at the approval prompt.
+    """
     final = values.get("final") or {}
     status = str(final.get("status", "unfinished"))
     took = f" in {wall:.1f}s" if wall is not None else ""
+    took += f" ({waited:.1f}s of it at the prompt)" if took and waited >= 0.05 else ""
     style = "green" if status == "succeeded" else "red"
     out.print()
     out.print(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import shlex
+from pathlib import Path, PurePath
 
 from planexec.state import PlanDoc
 from planexec.tools import ToolRegistry
@@ -37,13 +38,21 @@ def missing_inputs(plan: PlanDoc, root: Path, tools: ToolRegistry) -> list[tuple
 
 
 def missing_message(missing: list[tuple[int, str]], root: Path) -> str:
-    """Say which files the plan reads that the workspace lacks, and how to copy them in."""
+    """Say which files the plan reads that the workspace lacks, and how to put them there.
+
+    ``--data`` copies a file to the workspace's top folder, so a name in a subfolder is told
+    where to go instead; names are shell-quoted, so the advice works when pasted.
+    """
     files = sorted({name for _, name in missing})
     where = ", ".join(f"{name} (step {sid})" for sid, name in missing)
-    data = " ".join(f"--data {name}" for name in files)
+    top = [name for name in files if PurePath(name).name == name]
+    advice = [f"put {name} at {root / name}" for name in files if name not in top]
+    if top:
+        data = " ".join(f"--data {shlex.quote(name)}" for name in top)
+        advice.insert(0, f"copy them in with {data} (each file its own --data)")
     return (
-        f"the plan reads {where}, not in its workspace {root}: copy the files in with {data} "
-        "(each file its own --data), or give --workspace a folder that has them"
+        f"the plan reads {where}, not in its workspace {root}: {'; '.join(advice)}, "
+        "or give --workspace a folder that has them"
     )
 
 

@@ -1,8 +1,12 @@
-"""A plan as people read it: a table of its steps, and the order they run in (each step once)."""
+"""A plan as people read it: its steps, and the order they run in (each step once).
+
+Steps are a table, or one block each on a narrow terminal.
+"""
 
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Iterable, Mapping
 from graphlib import CycleError, TopologicalSorter
 
@@ -20,6 +24,8 @@ STATUS_STYLE = {
     "failed": "red",
     "skipped": "magenta",
 }
+NARROW = 80
+"""Below this many columns a plan is shown step by step: a table would break every word."""
 
 
 def tool_cell(step: StepDoc) -> str:
@@ -66,6 +72,23 @@ def plan_table(plan: PlanDoc, records: Mapping[str, StepRecord] | None = None) -
     return table
 
 
+def plan_blocks(plan: PlanDoc, records: Mapping[str, StepRecord] | None = None) -> Text:
+    """Return a plan as one block per step (tool, what it waits for, args, description)."""
+    lines = styled(f"Plan v{plan.get('version', '?')}: {plan.get('goal', '')}")
+    for step in plan.get("steps", []):
+        lines.append_text(styled(("\n" + f"{step['id']}. {tool_cell(step)}", "bold")))
+        if step.get("depends_on"):
+            lines.append_text(styled((f" · after {id_ranges(step['depends_on'])}", "dim")))
+        if records is not None:
+            status = str(records.get(str(step["id"]), {}).get("status", "pending"))
+            lines.append_text(styled(" · ", (status, STATUS_STYLE.get(status, ""))))
+        args = json.dumps(step.get("args", {}), ensure_ascii=False, default=str)
+        expected = step.get("expected_output") or ""
+        about = str(step.get("description", "")) + (f" → {expected}" if expected else "")
+        lines.append_text(styled("\n" + textwrap.indent(f"args: {args}\n{about}", "   ")))
+    return lines
+
+
 def levels(plan: PlanDoc) -> list[list[StepDoc]]:
     """Group steps by how soon they can start: a step comes one group after its last dependency.
 
@@ -104,6 +127,7 @@ def run_order(plan: PlanDoc) -> Text:
 def print_plan(
     out: Console, plan: PlanDoc, records: Mapping[str, StepRecord] | None = None
 ) -> None:
-    """Print a plan as a table and the order its steps run in."""
-    out.print(plan_table(plan, records))
+    """Print a plan (a table, or blocks when the terminal is narrow) and the order it runs in."""
+    narrow = out.width < NARROW
+    out.print(plan_blocks(plan, records) if narrow else plan_table(plan, records))
     out.print(run_order(plan))

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
 from typing import Any
 
 import click
@@ -13,7 +10,9 @@ from rich.console import Console
 
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
+from planexec.cli.changes import same_plan
 from planexec.cli.editor import edit_plan, plan_text
+from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.runs import ApprovalRequest
@@ -42,23 +41,6 @@ class Interrupted(PlanexecError):
     """The user pressed Ctrl-C; the run stopped where its last checkpoint is (exit 130)."""
 
 
-@contextmanager
-def ctrl_c_raises() -> Iterator[None]:
-    """Let Ctrl-C interrupt a prompt at once.
-
-    ``asyncio.run`` turns Ctrl-C into a cancellation the event loop delivers only once the
-    blocking ``input()`` returns; while asking, Python's own handler raises at once instead.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def read_answer(text: str, *, can_revise: bool) -> str | None:
     """Return the action a typed answer means (None if it means none)."""
     word = text.strip().lower()
@@ -85,9 +67,19 @@ class Reviewer:
         self.out, self.board, self.activity = out, board, activity
         self.yes, self.thread_id, self.no_revision = yes, thread_id, no_revision
         self.draft: str | None = None  # the user's last edit, until the approval takes it
+        self.waited = 0.0
+        """Seconds spent waiting for the user's answers (the end summary tells them apart)."""
 
     def __call__(self, request: ApprovalRequest) -> dict[str, Any]:
         """Show the plan and what is wrong with it; return the reviewer's answer."""
+        asked = time.monotonic()
+        try:
+            return self.answer(request)
+        finally:
+            self.waited += time.monotonic() - asked
+
+    def answer(self, request: ApprovalRequest) -> dict[str, Any]:
+        """Return the reviewer's answer to ``request`` (see :meth:`__call__`)."""
         self.activity.stop()
         names = {"version": request["version"], "digest": request["digest"]}
         error, draft, self.draft = request.get("error"), self.draft, None
@@ -108,9 +100,10 @@ class Reviewer:
                 f"planexec resume {self.thread_id}"
             ) from None
         except KeyboardInterrupt:
+            nothing = " nothing was run;" if request["version"] == 1 else ""
             raise Interrupted(
-                f"interrupted; nothing was run. The plan waits for approval: "
-                f"planexec resume {self.thread_id}"
+                f"interrupted;{nothing} plan v{request['version']} waits for your approval. "
+                f"Continue with: planexec resume {self.thread_id}"
             ) from None
 
     def show(self, request: ApprovalRequest) -> None:
@@ -146,8 +139,11 @@ class Reviewer:
                 if feedback:
                     return {"action": "reject", "feedback": feedback}
             elif action == "edit":
-                answer = self.edit(plan_text(request["plan"]), None)
-                if answer is not None:
+                plan = request["plan"]
+                answer = self.edit(plan_text(plan), None)
+                if answer is not None and same_plan(answer["plan"], plan):  # not an approval
+                    self.out.print(styled(("the plan is unchanged; back to the menu", "yellow")))
+                elif answer is not None:
                     return answer
             else:
                 self.out.print(styled(("please answer ", "yellow"), menu))
@@ -155,7 +151,8 @@ class Reviewer:
     def edit(self, text: str, error: str | None) -> dict[str, Any] | None:
         """Edit ``text`` in the editor; return the edit answer (None: back to the menu)."""
         try:
-            edited, self.draft, unsolved = edit_plan(text, error)
+            with ctrl_c_for_the_editor():
+                edited, self.draft, unsolved = edit_plan(text, error)
         except click.ClickException as exc:  # the editor could not start, or failed
             self.out.print(styled(("the editor failed: ", "red"), exc.format_message()))
             return None

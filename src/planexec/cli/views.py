@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rich.box import SIMPLE_HEAD
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -62,12 +63,20 @@ def print_thread(out: Console, thread: ThreadState) -> None:
 
 def threads_table(rows: list[ThreadSummary], db: str) -> Table:
     """Return the recent runs of a database as a table (its password hidden, ids whole)."""
-    table = Table(title=f"recent runs in {redact(db)}", title_justify="left")
+    # no frame, minutes not seconds: an 80-column terminal keeps room for the task
+    table = Table(
+        title=f"recent runs in {redact(db)}",
+        title_justify="left",
+        box=SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     table.add_column("thread", no_wrap=True, min_width=36)
     table.add_column("updated", no_wrap=True)
     table.add_column("status", no_wrap=True)
     table.add_column("task")
     for row in rows:
-        updated = str(row["updated"])[:19]
+        updated = str(row["updated"])[:16].replace("T", " ")
         table.add_row(row["thread_id"], updated, row["status"], cut(one_line(row["task"])))
     return table

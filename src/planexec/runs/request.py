@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import filecmp
 import json
 import os
 import shutil
@@ -109,12 +110,30 @@ def load_plan_file(path: Path, tools: ToolRegistry, max_steps: int) -> PlanDoc:
 
 
 def copy_data(files: list[Path], workspace: Path) -> None:
-    """Copy the user's data files into the run's workspace."""
-    workspace.mkdir(parents=True, exist_ok=True)
+    """Copy the user's data files into the run's workspace; never overwrite a different file.
+
+    Everything is checked before the first copy: a refusal leaves every folder as it was.
+    """
+    named: dict[str, Path] = {}
     for item in files:
         if not item.is_file():
             raise RunError(f"data file {item} does not exist or is not a file")
-        shutil.copy(item, workspace / item.name)
+        if item.name in named and not named[item.name].samefile(item):
+            raise RunError(
+                f"data files {named[item.name]} and {item} have the same name: both would be "
+                f"{item.name} in the workspace; rename one"
+            )
+        target = workspace / item.name
+        if target.is_dir() or target.exists() and not filecmp.cmp(item, target, shallow=False):
+            raise RunError(
+                f"the workspace {workspace} already has a different {item.name}: copying {item} "
+                "would overwrite it; rename one, or use another workspace"
+            )
+        named[item.name] = item
+    workspace.mkdir(parents=True, exist_ok=True)
+    for name, item in named.items():
+        if not (workspace / name).exists():  # one there already holds the same bytes
+            shutil.copy(item, workspace / name)
 
 
 def run_settings(context: Context, sandbox: Sandbox | None) -> dict[str, Any]:
