@@ -458,7 +458,8 @@ def savers(kind: str, tmp_path: Any, request: Any) -> Iterator[tuple[Any, Any]]:
 def test_cancelled_async_planner_resumes_sync_then_async(
     use_models, ctx, tmp_path, request, store
 ):
-    planner = Gated(replies=[plan_reply(FAILING), plan_reply(plan_of(step(3, "echo", {"text": "z"})))])
+    revised = plan_of(step(3, "echo", {"text": "z"}))
+    planner = Gated(replies=[plan_reply(FAILING), plan_reply(revised)])
     use_models(planner=planner)
     context = ctx(approval="first")
     config = thread()

@@ -53,6 +53,8 @@ def publisher(gate: DependencyGate, step: StepDoc) -> Callable[[StepFuture], Non
     """
 
     def publish(fut: StepFuture) -> None:
+        if fut.cancelled():  # the run is being cancelled (Ctrl-C, a cancelled run): no outcome
+            return
         try:
             result = result_of(fut, step)
         except Exception as exc:  # re-raised by the node, see above
