@@ -455,9 +455,7 @@ def savers(kind: str, tmp_path: Any, request: Any) -> Iterator[tuple[Any, Any]]:
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite", "postgres"])
-def test_cancelled_async_planner_resumes_sync_then_async(
-    use_models, ctx, tmp_path, request, store
-):
+def test_cancelled_async_planner_resumes_sync_then_async(use_models, ctx, tmp_path, request, store):
     revised = plan_of(step(3, "echo", {"text": "z"}))
     planner = Gated(replies=[plan_reply(FAILING), plan_reply(revised)])
     use_models(planner=planner)
