@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import re
+import string
 import threading
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
@@ -27,10 +29,12 @@ MIN_REGISTERED_LENGTH = 4
 REDACTED = "[redacted]"
 MASK = "***"
 
-# scheme://user:PASSWORD@host: the password runs to the last "@" before the path, so a raw "@"
-# in it stays inside; and ?password=... / &sslpassword=... query parameters.
-URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@]*):(?P<pw>\S*)@")
-"""``scheme://user:PASSWORD@host``: the password runs to the last ``@`` (it may hold / ? #)."""
+# scheme://user:PASSWORD@host: the password runs to the last "@" before the next whitespace
+# (so a raw "@" in it stays inside; it may hold / ? #). Found by url_password_spans, not a
+# regex: a regex for it backtracks quadratically on long runs (12 s on 100 KB of letters).
+SCHEME_CHARS = frozenset(string.ascii_letters + string.digits + "+.-")
+USER = re.compile(r"[^\s:/?#@]*")
+NON_SPACE = re.compile(r"\S*")
 QUERY_PASSWORD = re.compile(
     r"(?P<head>(?:[?&]|\b)(?:ssl)?pass(?:word)?\s*=\s*)(?P<pw>'[^']*'|[^&#\s]*)", re.I
 )
@@ -48,21 +52,60 @@ def url_passwords(text: str) -> list[str]:
     (``postgres://postgres:postgres@...``) is left out: replacing it would garble the text,
     and such a password hides nothing.
     """
+    raws = [text[start:end] for start, end in url_password_spans(text)]
+    raws += [match.group("pw") for match in QUERY_PASSWORD.finditer(text)]
     found: set[str] = set()
-    for pattern in (URL_PASSWORD, QUERY_PASSWORD):
-        for match in pattern.finditer(text):
-            raw = match.group("pw")
-            if len(raw) > 1 and raw[0] == raw[-1] == "'":  # libpq's quoted value
-                raw = raw[1:-1]
-            found.update({raw, unquote(raw), *re.split(r"[@:/?#]", raw)})
+    for raw in raws:
+        if len(raw) > 1 and raw[0] == raw[-1] == "'":  # libpq's quoted value
+            raw = raw[1:-1]
+        found.update({raw, unquote(raw), *re.split(r"[@:/?#]", raw)})
     rest = mask_urls(text)
     return sorted(p for p in found if p and p not in rest)
 
 
 def mask_urls(text: str) -> str:
     """Replace the passwords of URLs in ``text`` with ``***`` (``postgresql://u:***@host/db``)."""
-    text = URL_PASSWORD.sub(lambda m: f"{m.group('head')}:{MASK}@", text)
+    parts, done = [], 0
+    for start, end in url_password_spans(text):
+        parts += [text[done:start], MASK]
+        done = end
+    text = "".join(parts) + text[done:]
     return QUERY_PASSWORD.sub(lambda m: f"{m.group('head')}{MASK}", text)
+
+
+def url_password_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Yield where the password of each ``scheme://user:PASSWORD@host`` in ``text`` is.
+
+    The scheme is letters, digits and ``+.-`` starting with a letter, the user holds none of
+    ``:/?#@`` or whitespace, and the password runs to the last ``@`` of its run of non-space
+    characters. Linear in ``len(text)``: each character is looked at a bounded number of times.
+    """
+    pos = 0
+    run_end = last_at = -1  # the non-space run last measured, and the last "@" in it
+    while (sep := text.find("://", pos)) != -1:
+        pos = sep + 3
+        start = sep
+        while start > 0 and text[start - 1] in SCHEME_CHARS:
+            start -= 1
+        if not any(c in string.ascii_letters for c in text[start:sep]):
+            continue
+        user_end = _match_end(USER, text, pos)
+        if not text.startswith(":", user_end):
+            continue
+        password = user_end + 1
+        if password > run_end:  # a new run: measure it once, not once per "://" inside it
+            run_end = _match_end(NON_SPACE, text, password)
+            last_at = text.rfind("@", password, run_end)
+        if last_at < password:  # no "@" after it in this run, nor after any later "://"
+            pos = max(pos, run_end)
+            continue
+        yield password, last_at
+        pos = last_at + 1
+
+
+def _match_end(pattern: re.Pattern[str], text: str, pos: int) -> int:
+    match = pattern.match(text, pos)
+    return match.end() if match else pos
 
 
 def register_secret(value: str) -> None:
