@@ -59,6 +59,27 @@ def test_demo_report_matches_pandas(env):
     assert "Direction: **up**" in report
     assert "![Sales trend report 2025](revenue_trend.png)" in report
 
+    # the headline: formatted figures, the anomaly said where the trend is stated, cleaning told
+    headline = report.split("\n\n")[1]
+    change = 100 * (monthly.iloc[-1] / monthly.iloc[0] - 1)
+    change_without = 100 * (monthly.iloc[-2] / monthly.iloc[0] - 1)
+    assert f"totals {clean['revenue'].sum():,.2f}" in headline, headline
+    assert f"up {change:,.2f}% from 2025-01 to 2025-12" in headline, headline
+    assert f"2025-12 is an anomaly: without it, up {change_without:,.2f}%" in headline, headline
+    dropped = len(raw) - len(clean)
+    assert f"{dropped:,} of {len(raw):,} rows were removed in cleaning" in headline, headline
+    assert not re.search(r"\d{4,}\.\d|\.\d{3,}", report), "an unformatted number"
+    assert "## Data cleaning" in report
+    assert f"{len(raw):,} rows read, {len(clean):,} kept." in report
+    duplicates = len(raw) - len(raw.drop_duplicates(subset=["transaction_id"]))
+    assert f"| {duplicates:,} | duplicate" in report, report
+    # the chart: monthly revenue from the cleaned file, its axes named after the data
+    shown = json.loads(invoke("show", thread_of(result.output), "--json").output)
+    tools = {str(s["id"]): s["tool"] for s in shown["plan"]["steps"]}
+    drawn = next(r["output"] for i, r in shown["steps"].items() if tools[i] == "generate_chart")
+    assert (drawn["x_label"], drawn["y_label"]) == ("date (month)", "revenue"), drawn
+    assert drawn["points"] == 12
+
 
 def test_run_task_with_data_and_yes(env):
     planner = script(env / "p.json", {"tool_calls": [{"name": "Plan", "args": sales_plan()}]})

@@ -105,8 +105,8 @@ def test_the_demo_plan_is_compact_and_stored_complete():
         (2, [1]),
         (3, [2]),
         (4, [2]),
-        (5, [3]),
-        (6, [3, 4, 5]),
+        (5, [2]),
+        (6, [2, 3, 4, 5]),
     ]
     assert all(s["description"] for s in steps)  # derived from the tool where none is given
     assert steps[5]["expected_output"] == "output/report.md embedding the numbers and the chart"

@@ -104,9 +104,11 @@ def generate_chart(
         step = max(1, len(labels) // 24)
         ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
     ax.set_title(title + (f" ({note})" if note else ""))
+    x_label = f"{x} (month)" if note == "sum per month" else x
+    y_label = f"{y} ({unit})" if unit else y
     if kind != "pie":
-        ax.set_xlabel(f"{x} (month)" if note == "sum per month" else x)
-        ax.set_ylabel(f"{y} ({unit})" if unit else y)
+        ax.set_xlabel(x_label)
+        ax.set_ylabel(y_label)
         ax.yaxis.set_major_formatter(_money(ax, unit))
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
@@ -119,6 +121,8 @@ def generate_chart(
         "path": workspace.relative(out),
         "kind": kind,
         "points": int(np.isfinite(values).sum()),
+        "x_label": x_label,
+        "y_label": y_label,
     }
     return found | ({"aggregated": note} if note else {})
 

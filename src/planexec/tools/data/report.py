@@ -31,6 +31,44 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headline(
+    stats: dict[str, Any] | None,
+    trends: dict[str, Any] | None,
+    cleaning: dict[str, Any] | None,
+) -> str:
+    """Say the report's figures in one paragraph, formatted as its tables are.
+
+    The trend is never stated without its caveat: when the last period is an anomaly, the
+    sentence that gives the change also gives it without that period.
+    """
+    said: list[str] = []
+    if stats and "total" in stats:
+        unit = f" {stats['unit']}" if stats.get("unit") else ""
+        rows = f" over {fmt(stats['rows'])} rows" if "rows" in stats else ""
+        column = stats.get("value_column", "value")
+        said.append(f"{column} totals {fmt(stats['total'])}{unit}{rows}.")
+    if trends and trends.get("direction"):
+        first, last = trends.get("first", {}), trends.get("last", {})
+        trend = (
+            f"The trend is {trends['direction']} {fmt(trends.get('change_pct'))}% "
+            f"from {first.get('period')} to {last.get('period')}"
+        )
+        without = trends.get("without_last")
+        if without:
+            trend += (
+                f", but {last.get('period')} is an anomaly: without it, "
+                f"{without.get('direction')} {fmt(without.get('change_pct'))}%"
+            )
+        said.append(trend + ".")
+    if cleaning and isinstance(cleaning.get("rows_before"), int):
+        removed = cleaning["rows_before"] - cleaning.get("rows_after", cleaning["rows_before"])
+        said.append(
+            f"{fmt(removed)} of {fmt(cleaning['rows_before'])} rows were removed in cleaning "
+            "(see Data cleaning)."
+        )
+    return " ".join(said)
+
+
 def stats_part(stats: dict[str, Any]) -> list[str]:
     """Render the key figures, the per-period table with growth, and the breakdown."""
     unit = f", {stats['unit']}" if stats.get("unit") else ""
@@ -103,10 +141,15 @@ def write_report(
 ) -> dict[str, Any]:
     """Write a Markdown report with the numbers of calculate_stats and detect_trends and a chart.
 
-    cleaning is clean_data's output (the report says what was removed and why). sections
+    The report opens with its figures in one paragraph (formatted, the trend with its anomaly
+    caveat): summary is added after it, in the planner's words. cleaning is clean_data's
+    output (the report says what was removed and why). sections
     are extra {"heading": ..., "body": ...} parts, added at the end.
     """
     parts = [f"# {title}\n"]
+    figures = headline(stats, trends, cleaning)
+    if figures:
+        parts.append(figures[0].upper() + figures[1:] + "\n")
     if summary:
         parts.append(summary.strip() + "\n")
     if stats:
