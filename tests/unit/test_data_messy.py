@@ -302,3 +302,41 @@ def test_bad_reading_options_are_one_line_tool_errors(tmp_path, options, message
     with pytest.raises(ToolError, match=message) as caught:
         stats_of(tmp_path, "s.csv", group_by=None, options=options)
     assert "\n" not in str(caught.value)
+
+
+def test_a_workbook_sheet_is_chosen_by_name_or_index_and_a_missing_one_refused(tmp_path):
+    data = rows()
+    frame = pd.DataFrame(
+        {
+            "date": [pd.Timestamp(d) for d, _, _ in data],
+            "product": [p for _, p, _ in data],
+            "revenue": [float(v) for _, _, v in data],
+        }
+    )
+    with pd.ExcelWriter(tmp_path / "book.xlsx") as book:
+        pd.DataFrame({"note": ["cover sheet"]}).to_excel(book, sheet_name="Cover", index=False)
+        frame.to_excel(book, sheet_name="Sales 2025", index=False)
+    assert_right(stats_of(tmp_path, "book.xlsx", options={"sheet": "Sales 2025"}), data)
+    assert_right(stats_of(tmp_path, "book.xlsx", options={"sheet": 1}), data)
+    with pytest.raises(ToolError, match="revenue") as first_sheet:
+        stats_of(tmp_path, "book.xlsx")  # the first sheet is the cover: no revenue column
+    assert "\n" not in str(first_sheet.value)
+    with pytest.raises(ToolError, match="Sales 2026") as missing:
+        stats_of(tmp_path, "book.xlsx", options={"sheet": "Sales 2026"})
+    assert "\n" not in str(missing.value)
+
+
+def test_timezone_aware_parquet_is_read_in_utc(tmp_path):
+    stamps = ["2025-03-31T23:30:00+02:00", "2025-04-01T00:30:00+02:00", "2025-04-02T12:00:00+02:00"]
+    frame = pd.DataFrame(
+        {
+            "date": pd.to_datetime(stamps).tz_convert("Europe/Berlin"),
+            "revenue": [10.5, 20.25, 30.0],
+        }
+    )
+    frame.to_parquet(tmp_path / "s.parquet")
+    stats = stats_of(tmp_path, "s.parquet", group_by=None)
+    assert {p["period"]: p["value"] for p in stats["by_period"]} == {
+        "2025-03": 30.75,  # 23:30 and 00:30 (+02:00) on 31 March / 1 April are March in UTC
+        "2025-04": 30.0,
+    }
