@@ -23,10 +23,12 @@ secrets. The last line reads
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +46,8 @@ TOKEN = "tok-soak-TOKEN-" + "42d8e6b0a9"
 os.environ["SOAK_API_KEY"] = SECRET
 os.environ["SOAK_SERVICE_TOKEN"] = TOKEN
 WORK = Path(os.environ.get("SOAK_DIR") or tempfile.mkdtemp(prefix="planexec-soak-"))
+if not os.environ.get("SOAK_DIR"):  # a folder the user named is kept for them to look at
+    atexit.register(shutil.rmtree, WORK, ignore_errors=True)
 os.environ["PLANEXEC_WORKSPACE_ROOT"] = str(WORK / "root")
 os.environ["PLANEXEC_SCRIPTED_DIR"] = str(WORK)
 LEDGER = WORK / "ledger.txt"

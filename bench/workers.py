@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import math
 import multiprocessing as mp
 import os
+import shutil
 import tempfile
 import time
 from typing import Any
@@ -156,7 +158,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, nargs="+", default=[10])
     parser.add_argument("--latency", type=float, default=1.5)
     args = parser.parse_args()
-    os.environ["PLANEXEC_WORKSPACE_ROOT"] = tempfile.mkdtemp(prefix="planexec-bench-workers-")
+    root = tempfile.mkdtemp(prefix="planexec-bench-workers-")
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    os.environ["PLANEXEC_WORKSPACE_ROOT"] = root
     print(f"{args.threads} threads submitted at once; {machine()}")
     server = PostgresServer()
     server.start()

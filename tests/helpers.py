@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -101,3 +104,10 @@ def always_fails(reason: str = "broken") -> str:
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
+
+
+def scratch_folder(prefix: str) -> str:
+    """A temp folder for a module's lifetime (made at import), removed when the process ends."""
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 
 from hypothesis import HealthCheck, given, settings
@@ -16,14 +15,22 @@ from planexec.plan import PlanValidationError, validate_plan
 from planexec.review.decisions import Reject, read_decision
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
-from tests.helpers import always_fails, echo, plan_of, plan_reply, sleep_for, step
+from tests.helpers import (
+    always_fails,
+    echo,
+    plan_of,
+    plan_reply,
+    scratch_folder,
+    sleep_for,
+    step,
+)
 from tests.strategies import examples, planner_replies, resume_answers
 
 TOOLS = ToolRegistry([echo, sleep_for, always_fails])
 GRAPH = build_graph(
     checkpointer=InMemorySaver(),
     tools=TOOLS,
-    workspace_root=tempfile.mkdtemp(prefix="planexec-prop-"),
+    workspace_root=scratch_folder("planexec-prop-"),
 )
 CTX = Context(
     planner_model="scripted",

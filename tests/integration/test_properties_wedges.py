@@ -7,7 +7,6 @@ refuses NUL) gets fewer, each on its own thread of one shared database.
 
 from __future__ import annotations
 
-import tempfile
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -24,7 +23,7 @@ from planexec.admission import InvalidInputError
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.state import FinalResult
 from planexec.tools import ToolRegistry
-from tests.helpers import echo, plan_of, plan_reply, step
+from tests.helpers import echo, plan_of, plan_reply, scratch_folder, step
 from tests.strategies import examples
 from tests.value_strategies import any_text, python_values
 
@@ -58,7 +57,7 @@ VALUE_PLAN = plan_of(
     step(4, "echo", {"text": "independent"}),
     step(5, None, {"about": "$1"}, [1], expected="a sentence"),
 )
-ROOT = tempfile.mkdtemp(prefix="planexec-wedges-")
+ROOT = scratch_folder("planexec-wedges-")
 ENDED = {"succeeded", "partial", "failed", "cancelled"}
 
 
