@@ -395,8 +395,10 @@ def test_cli_resume_of_a_busy_thread_says_so_in_one_line(tmp_path, script, monke
 
     result = CliRunner().invoke(app, ["resume", tid, "--yes", "--db", db])
     assert result.exit_code == 2, result.output
-    assert result.output.strip().splitlines() == [result.output.strip()]
-    assert f"thread {tid} is busy" in result.output and "Traceback" not in result.output
+    where, refusal = result.output.strip().splitlines()  # which thread, then the one-line error
+    assert where.startswith(f"thread {tid} · workspace "), where
+    assert refusal.startswith(f"error: thread {tid} is busy"), refusal
+    assert "Traceback" not in result.output
 
     assert holder.outcome()["final"]["status"] == "succeeded"
     holder.finish()

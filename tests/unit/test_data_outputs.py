@@ -36,7 +36,14 @@ def test_a_chart_of_many_rows_is_aggregated_per_month(tmp_path):
         out = generate_chart.invoke(
             {"kind": "line", "x": "date", "y": "revenue", "title": "Revenue", "dataset": "s.csv"}
         )
-    assert out == {"path": "chart.png", "kind": "line", "points": 12, "aggregated": "sum per month"}
+    assert out == {
+        "path": "chart.png",
+        "kind": "line",
+        "points": 12,
+        "x_label": "date (month)",
+        "y_label": "revenue (USD)",  # the currency written in the data
+        "aggregated": "sum per month",
+    }
     assert (tmp_path / "chart.png").read_bytes()[:4] == b"\x89PNG"
 
 

@@ -98,7 +98,7 @@ from planexec.tools.workspace import use_workspace
 with use_workspace(sys.argv[1]):
     out = generate_chart.invoke({"kind": "bar", "x": "m", "y": "v", "title": "t",
                                  "data": [{"m": "a", "v": 1}, {"m": "b", "v": 2}]})
-assert out == {"path": "chart.png", "kind": "bar", "points": 2}, out
+assert out == {"path": "chart.png", "kind": "bar", "points": 2, "x_label": "m", "y_label": "v"}, out
 print(matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules)
 """
 
