@@ -67,12 +67,15 @@ class OffLoopCall:
         ended: asyncio.Future[None] = caller.create_future()
         ctx = contextvars.copy_context()
 
-        def settle(fut: asyncio.Future[Any], value: Any, exc: BaseException | None) -> None:
-            # the caller's loop may be closed by now (an abandoned call): then drop the outcome
+        def settle(value: Any, exc: BaseException | None) -> None:
+            # one hand-off settles both futures (each wakes the caller's loop); the caller's
+            # loop may be closed by now (an abandoned call): then drop the outcome
             with contextlib.suppress(RuntimeError):
-                caller.call_soon_threadsafe(_settle, fut, value, exc)
+                caller.call_soon_threadsafe(_settle_both, result, ended, value, exc)
 
         def job(worker: workers.Worker) -> None:
+            value: Any = None
+            error: BaseException | None = None
             try:
                 if make is not None:
                     value = worker.run_coroutine(self._body(make), ctx)
@@ -81,12 +84,10 @@ class OffLoopCall:
                 else:
                     raise TypeError("an off-loop call needs a function or a coroutine maker")
             except BaseException as exc:  # handed to the awaiting coroutine
-                settle(result, None, exc)
-            else:
-                settle(result, value, None)
+                error = exc
             finally:
                 self._finish()
-                settle(ended, None, None)
+                settle(value, error)
 
         workers.lease().submit(job)
         return result, ended
@@ -134,6 +135,16 @@ class OffLoopCall:
             self._finished = True
             if self._abandoned:
                 abandoned.remove(id(self))
+
+
+def _settle_both(
+    result: asyncio.Future[Any],
+    ended: asyncio.Future[None],
+    value: Any,
+    exc: BaseException | None,
+) -> None:
+    _settle(result, value, exc)
+    _settle(ended, None, None)
 
 
 def _settle(fut: asyncio.Future[Any], result: Any, exc: BaseException | None) -> None:

@@ -147,10 +147,11 @@ def validate_plan(
         if sid in seen:
             errors.append(f"duplicate step id {sid}")
         seen.add(sid)
+    known = set(ids) | set(kept)  # built once: per step it made validation O(n²)
     for step in plan.steps:
-        errors.extend(check_step(step, tools, set(ids) | set(kept)))
+        errors.extend(check_step(step, tools, known))
     if not errors:
-        graph = {s.id: [d for d in s.depends_on if d in set(ids)] for s in plan.steps}
+        graph = {s.id: [d for d in s.depends_on if d in seen] for s in plan.steps}
         try:
             tuple(TopologicalSorter(graph).static_order())
         except CycleError as exc:

@@ -163,5 +163,6 @@ async def _attempt(
             else:
                 work = call_tool(round_.tools.get(step["tool"]), args, config)
             value = await within(work, ctx.step_timeout)  # ends at the limit, always
-        storable = redact(to_storable(value), round_.secrets)
-        return await keep_output(storable, round_.outputs, ctx.inline_output_limit)
+        if step["tool"] is None:  # a tool's result comes back storable and scrubbed already
+            value = redact(to_storable(value), round_.secrets)
+        return await keep_output(value, round_.outputs, ctx.inline_output_limit)
