@@ -7,9 +7,9 @@ what a step cannot avoid, the tool's own invocation and callbacks).
 Both are measured as marginal cost: (time of a 220-step run - time of a 20-step run) / 200,
 best of 7 (fixed per-run costs cancel out; noise on a shared machine only adds time).
 ``--cpu`` measures the process's CPU time (all threads) instead of wall time. ``--calls``
-counts Python function calls per step instead (async, in-memory, the event loop's thread only:
-a planexec tool call runs on a worker thread and is not counted): a deterministic measure that
-does not move with the machine's load.
+counts Python function calls per step instead (async, in-memory; the event loop's thread, plus
+for planexec its tool calls' worker threads, each job profiled on its own): a measure that
+does not move with the machine's load (tests/integration/test_step_overhead.py bounds it).
 Run: python bench/floor.py [--cpu | --calls]
 """
 
@@ -20,6 +20,7 @@ import cProfile
 import operator
 import pstats
 import sys
+import threading
 import time
 import uuid
 from contextlib import AsyncExitStack, ExitStack
@@ -36,6 +37,7 @@ from langgraph.graph import StateGraph
 from overhead import RUNS, SIZES, async_ms, marginal_ms, prepare, sync_ms, tmp_db
 from typing_extensions import TypedDict
 
+from planexec import workers
 from planexec.persistence import async_sqlite_saver, sqlite_saver
 
 
@@ -116,16 +118,41 @@ async def floor_async_ms(saver: Any, step: Any) -> float:
     return marginal_ms({n: min([await timed(n) for _ in range(RUNS)]) for n in SIZES})
 
 
-async def calls_per_step(run: Any) -> float:
-    """Marginal Python function calls per step of ``run(n)`` (cProfile, this thread)."""
+class WorkerCalls:
+    """Python function calls made on planexec's tool worker threads (each job profiled alone)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.lock = threading.Lock()
+        submit, tidy = workers.Worker.submit, workers.Worker._tidy
+        workers.Worker.submit = lambda worker, job: submit(worker, self.wrap(job))  # type: ignore[method-assign]
+        workers.Worker._tidy = self.wrap(tidy)  # type: ignore[method-assign]
+
+    def wrap(self, fn: Any) -> Any:
+        def profiled(worker: Any) -> Any:
+            profile = cProfile.Profile()
+            profile.enable()
+            try:
+                return fn(worker)
+            finally:
+                profile.disable()
+                with self.lock:
+                    self.calls += pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+
+        return profiled
+
+
+async def calls_per_step(run: Any, worker_calls: WorkerCalls) -> float:
+    """Marginal Python function calls per step of ``run(n)`` (cProfile: this thread, workers)."""
     counted = {}
     for n in SIZES:
         await run(n)  # warm: imports and caches are not per step
+        worker_calls.calls = 0
         profile = cProfile.Profile()
         profile.enable()
         await run(n)
         profile.disable()
-        counted[n] = pstats.Stats(profile).total_calls  # type: ignore[attr-defined]
+        counted[n] = pstats.Stats(profile).total_calls + worker_calls.calls  # type: ignore[attr-defined]
     small, large = SIZES
     return (counted[large] - counted[small]) / (large - small)
 
@@ -133,6 +160,7 @@ async def calls_per_step(run: Any) -> float:
 async def count_calls() -> None:
     """Print function calls per step: planexec against both floors."""
     graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
+    counted = WorkerCalls()  # profiles the workers from here on: counting runs only
 
     async def ours(n: int) -> None:
         task, config, _ = prepare(n)
@@ -147,11 +175,17 @@ async def count_calls() -> None:
         return run
 
     rows = [
-        ["planexec", f"{await calls_per_step(ours):.0f}"],
-        ["bare @task", f"{await calls_per_step(floor_run(anoop_step)):.0f}"],
-        ["@task + tool call", f"{await calls_per_step(floor_run(atool_step)):.0f}"],
+        ["planexec", f"{await calls_per_step(ours, counted):.0f}"],
+        ["bare @task", f"{await calls_per_step(floor_run(anoop_step), counted):.0f}"],
+        ["@task + tool call", f"{await calls_per_step(floor_run(atool_step), counted):.0f}"],
     ]
-    print(table("Python function calls per step (async, in-memory)", ["graph", "calls"], rows))
+    print(
+        table(
+            "Python function calls per step (async, in-memory, all threads)",
+            ["graph", "calls"],
+            rows,
+        )
+    )
 
 
 def row(name: str, call: str, ours: float, bare: float, tool: float) -> list[str]:
