@@ -149,3 +149,45 @@ def test_a_tool_call_costs_the_same_however_many_tasks_the_process_runs(
 
     alone, beside = asyncio.run(measure())
     assert beside - alone < 100, f"{alone:.0f} calls a step alone, {beside:.0f} beside others"
+
+
+@pytest.mark.parametrize("own_factory", [False, True])
+def test_tasks_a_tool_leaves_behind_are_still_cancelled_after_its_call(
+    monkeypatch: pytest.MonkeyPatch, own_factory: bool
+) -> None:
+    """The worker finds a call's leftover tasks without scanning the process's tasks, even
+    when the tool replaced its loop's task factory."""
+    cancelled: list[str] = []
+    both = threading.Event()  # the last call's tidy-up may end just after the run
+
+    async def linger(name: str) -> None:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(name)
+            if len(cancelled) == 2:
+                both.set()
+            raise
+
+    @tool
+    async def spawn(name: str) -> str:
+        """Start a background task and return at once."""
+        loop = asyncio.get_running_loop()
+        if own_factory:
+            loop.set_task_factory(lambda loop, coro, **kw: asyncio.Task(coro, loop=loop, **kw))
+        loop.create_task(linger(name))
+        return name
+
+    monkeypatch.setattr(
+        models,
+        "load_chat_model",
+        lambda spec: scripted(
+            plan_reply(plan_of(step(1, "spawn", {"name": "a"}), step(2, "spawn", {"name": "b"})))
+        ),
+    )
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([spawn]), approval="never")
+    ctx = Context(approval="never", max_parallel_steps=1, planner_model="x:y")
+    out = graph.invoke({"task": "go"}, {"configurable": {"thread_id": "t"}}, context=ctx)
+    assert out["final"]["status"] == "succeeded"
+    assert both.wait(timeout=30), f"cancelled: {cancelled}"
+    assert sorted(cancelled) == ["a", "b"]
