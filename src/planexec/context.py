@@ -28,6 +28,7 @@ from pydantic import (
     create_model,
 )
 from pydantic import BaseModel as _BaseModel
+from typing_extensions import TypedDict
 
 from planexec.errors import ConfigurationError
 from planexec.storable import unstorable_reason
@@ -52,6 +53,15 @@ Text = Annotated[StrictStr, Field(min_length=1), AfterValidator(_storable)]
 Count = Annotated[StrictInt, Field(ge=0)]
 Positive = Annotated[StrictInt, Field(ge=1)]
 Seconds = Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]  # an int is a float too
+
+
+class Price(TypedDict):
+    """A model's price in US dollars per million tokens, in and out."""
+
+    input: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+    output: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+
+
 Model = Annotated[Text, {"__template_metadata__": {"kind": "llm"}}]
 """A model spec, marked as a model the way LangGraph's templates mark theirs for Studio."""
 
@@ -141,6 +151,34 @@ class Context:
     max_executor_turns: Positive = field(
         default=6, metadata={"description": "Model turns of a step that has no tool."}
     )
+    max_tokens: Count | None = field(
+        default=None,
+        metadata={
+            "description": "Most model tokens (in + out) a run may spend; then no new model "
+            "call or step starts and the run ends with what it has. Unset: no limit."
+        },
+    )
+    max_cost: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)] | None = field(
+        default=None,
+        metadata={
+            "description": "Most model cost (USD) a run may spend, priced by model_prices; "
+            "then no new model call or step starts. Unset: no limit."
+        },
+    )
+    max_seconds: Annotated[Seconds, Field(gt=0)] | None = field(
+        default=None,
+        metadata={
+            "description": "Most working time (seconds) a run may take, not counting waits "
+            "for a human; then no new model call or step starts. Unset: no limit."
+        },
+    )
+    model_prices: dict[Text, Price] | None = field(
+        default=None,
+        metadata={
+            "description": 'USD per million tokens by model spec, e.g. {"openai:gpt-4.1": '
+            '{"input": 2.0, "output": 8.0}}; over planexec\'s table of common models.'
+        },
+    )
     inline_output_limit: Count = field(
         default=4096,
         metadata={"description": "Bytes of a step output kept in state; larger go to a file."},
@@ -152,6 +190,15 @@ class Context:
             if f.name.endswith("_model") and getattr(self, f.name) == f.default:
                 setattr(self, f.name, os.environ.get(f"PLANEXEC_{f.name.upper()}", f.default))
         check_context(self)
+        if self.max_cost is not None:
+            from planexec.budget import unpriced_models
+
+            unpriced = unpriced_models(self)
+            if unpriced:
+                raise InvalidContextError(
+                    f"invalid context: max_cost: no price for {', '.join(unpriced)}: add it to "
+                    'model_prices (USD per million tokens, {"input": ..., "output": ...})'
+                )
 
 
 @cache

@@ -36,6 +36,7 @@ from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from pydantic import ConfigDict
 
+from planexec.budget import check_spending
 from planexec.quiet import quiet, scrub_exception
 from planexec.replystream import PartialReply, astream_reply, current_watcher, stream_reply
 from planexec.secrets import redact, secret_values
@@ -102,13 +103,19 @@ class ScrubbedChatModel(BaseChatModel):
         return ScrubbedChatModel(inner=base.bind_tools(tools, **kwargs))
 
     def generate(self, messages: list[list[BaseMessage]], *args: Any, **kwargs: Any) -> LLMResult:
-        """Scrub the prompts, then generate (callbacks see the scrubbed prompts)."""
+        """Scrub the prompts, then generate (callbacks see the scrubbed prompts).
+
+        Every model call of a run comes through here or :meth:`agenerate`: once a budget of the
+        run is spent (:mod:`planexec.budget`), no call starts.
+        """
+        check_spending()
         return super().generate([redact(m) for m in messages], *args, **kwargs)
 
     async def agenerate(
         self, messages: list[list[BaseMessage]], *args: Any, **kwargs: Any
     ) -> LLMResult:
         """Scrub the prompts, then generate (callbacks see the scrubbed prompts)."""
+        check_spending()
         return await super().agenerate([redact(m) for m in messages], *args, **kwargs)
 
     def _generate(

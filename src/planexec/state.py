@@ -143,13 +143,28 @@ class RoleUsage(TypedDict):
     output_tokens: int
 
 
+BudgetName = Literal["tokens", "cost", "seconds"]
+
+
+class BudgetStop(TypedDict):
+    """Which budget stopped the run, its limit, and what was spent when it was checked."""
+
+    budget: BudgetName
+    limit: float
+    spent: float
+
+
 class FinalResult(TypedDict):
-    """The run's outcome: an answer, the files it made, and what failed."""
+    """The run's outcome: an answer, the files it made, and what failed.
+
+    ``budget`` is there when a spent budget (:mod:`planexec.budget`) ended the run.
+    """
 
     status: FinalStatus
     answer: str
     artifacts: list[str]
     failed_steps: list[dict[str, Any]]
+    budget: NotRequired[BudgetStop]
 
 
 def add_usage(
@@ -209,5 +224,9 @@ class State(TypedDict):
     evaluation: NotRequired[Evaluation | None]
     replans: NotRequired[int]
     usage: NotRequired[Annotated[dict[str, RoleUsage], add_usage]]
+    busy_seconds: NotRequired[Annotated[float, operator.add]]
+    """Working time of the run's nodes (not its waits for a human), for the time budget."""
+    budget_stop: NotRequired[BudgetStop | None]
+    """The budget that was spent when a node found it so (the finalizer reports it)."""
     final: NotRequired[FinalResult | None]
     error: NotRequired[str | None]

@@ -2,7 +2,9 @@
 
 A node makes a :class:`UsageCounter` for its role, passes ``counter.config()`` to its model
 calls, and returns ``{"usage": counter.usage()}``; the state's ``usage`` reducer
-(:func:`planexec.state.add_usage`) sums the roles over the run. A budget can hook in here.
+(:func:`planexec.state.add_usage`) sums the roles over the run. Each counted call is also
+added to the run's budget, when one is spent in this context (:func:`planexec.budget.spending`),
+so the steps of one round see each other's tokens at once.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.config import merge_configs
 
+from planexec.budget import current_budget
 from planexec.state import RoleUsage, add_usage
 
 MAX_TOKENS_PER_CALL = 2**40
@@ -88,5 +91,9 @@ class UsageCounter(BaseCallbackHandler):
         """Count one finished call, with the tokens its (first) reply reports."""
         replies = response.generations[0] if response.generations else []
         message = replies[0].message if replies and isinstance(replies[0], ChatGeneration) else None
+        counted = usage_of(self.role, message)
         with self._lock:
-            self._usage = add_usage(self._usage, usage_of(self.role, message))
+            self._usage = add_usage(self._usage, counted)
+        budget = current_budget()
+        if budget is not None:
+            budget.add(self.role, counted[self.role])

@@ -122,7 +122,7 @@ def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(graph_module, "MODEL_RETRY", quick)
 
 
-RUN_DEPENDENT = ("started_at", "ended_at", "elapsed", "task_message", "at")
+RUN_DEPENDENT = ("started_at", "ended_at", "elapsed", "task_message", "at", "busy_seconds")
 
 
 def normal(value: Any) -> Any:

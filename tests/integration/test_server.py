@@ -436,3 +436,40 @@ def test_plan_steps_stream_over_the_api_and_stay_out_of_messages(server, server_
     showing = [m["content"] for m, _ in messages if "list_files" in str(m)]
     assert len(showing) == 1 and showing[0].count("`list_files`") == 2
     assert nodes.count("approval") == 1
+
+
+def test_a_budget_given_over_the_api_is_estimated_at_approval_and_ends_the_run(server, run_context):
+    """Studio and the SDK pass budgets in the run's context like any other setting."""
+    context, ws = run_context
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        first = await client.runs.wait(
+            tid,
+            "planexec",
+            input={"task": "Analyze sales.csv"},
+            context={**context, "max_tokens": 10**9},
+        )
+        [asked] = first["__interrupt__"]
+        estimate = asked["value"]["estimate"]
+        assert estimate["spent"]["calls"] == 1 and estimate["spent"]["tokens"] > 1
+        assert estimate["budgets"] == {"max_tokens": 1e9}
+        assert "Budgets of this run: at most 1,000,000,000 tokens." in asked["value"]["description"]
+        done = await client.runs.wait(
+            tid,
+            "planexec",
+            command={"resume": {"action": "approve"}},
+            context={**context, "max_tokens": 1},  # the planner spent more than that
+        )
+        final = done["final"]
+        assert final["status"] == "failed", final
+        assert final["budget"]["budget"] == "tokens" and final["budget"]["limit"] == 1
+        assert "the token budget is spent" in final["answer"]
+        with pytest.raises(Exception, match=r"max_cost: Input should be greater than or equal"):
+            await client.runs.wait(
+                tid, "planexec", input={"task": "again"}, context={**context, "max_cost": -1}
+            )
+
+    asyncio.run(scenario())
+    assert not (ws / "output").exists()  # no step started

@@ -53,6 +53,9 @@ def run(
     max_replans: o.ReplansOption = None,
     step_timeout: o.TimeoutOption = None,
     max_parallel: o.ParallelOption = None,
+    max_tokens: o.MaxTokensOption = None,
+    max_cost: o.MaxCostOption = None,
+    max_seconds: o.MaxSecondsOption = None,
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress.
 
@@ -65,6 +68,7 @@ def run(
     options |= {"executor_model": executor_model, "evaluator_model": evaluator_model}
     options |= {"max_replans": max_replans, "step_timeout": step_timeout}
     options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
+    options |= {"max_tokens": max_tokens, "max_cost": max_cost, "max_seconds": max_seconds}
     new = actions.NewRun(task, plan, data or [], thread_id, workspace, options)
     session = actions.Session(yes=yes, as_json=as_json)
     guard(actions.start(new, actions.database(db), session), session.running)

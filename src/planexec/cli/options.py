@@ -66,7 +66,31 @@ TimeoutOption = Annotated[
 ParallelOption = Annotated[
     int | None,
     typer.Option(
-        "--max-parallel", metavar="N", help="Most steps running at the same time (default 4)."
+        "--max-parallel", metavar="N", help="Most steps running at the same time (default 8)."
+    ),
+]
+MaxTokensOption = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        metavar="N",
+        help="Token budget of the run: once spent, no new model call or step starts.",
+    ),
+]
+MaxCostOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        metavar="USD",
+        help="Cost budget of the run (models priced by planexec's table of common models).",
+    ),
+]
+MaxSecondsOption = Annotated[
+    float | None,
+    typer.Option(
+        "--max-seconds",
+        metavar="SECONDS",
+        help="Working-time budget of the run (time at the approval prompt does not count).",
     ),
 ]
 LimitOption = Annotated[int, typer.Option(min=1, help="How many runs to list.")]

@@ -15,6 +15,7 @@ from planexec.cli.editor import edit_plan, plan_text
 from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
+from planexec.review.estimate import estimate_lines
 from planexec.runs import ApprovalRequest
 
 ANSWERS = {
@@ -119,6 +120,10 @@ class Reviewer:
         if request.get("side_effect_tools"):
             tools = ", ".join(map(str, request["side_effect_tools"]))
             self.out.print(styled("tools that write or send: ", tools))
+        found = request.get("estimate")
+        if found:
+            for line in estimate_lines(found):
+                self.out.print(line)
 
     def ask(self, request: ApprovalRequest) -> dict[str, Any]:
         """Prompt until the reviewer gives a complete answer."""

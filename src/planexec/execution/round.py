@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
+from planexec.budget import Budget, run_budget, spending
 from planexec.context import Context, context_of
 from planexec.execution.outcomes import earlier_outcome
 from planexec.execution.scheduling import DependencyGate, StepLoop
@@ -49,6 +50,8 @@ class ExecutionRound:
     secrets: list[str] = field(default_factory=secret_values)
     store: StoreGuard = field(default_factory=StoreGuard.disabled)
     chat_models: ChatModels = field(default_factory=ChatModels)
+    budget: Budget | None = None
+    """What the run may still spend: no step attempt or model call starts once it is spent."""
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -104,6 +107,7 @@ def open_round(
         slots=slots,
         store=StoreGuard.of(config, asynchronous=asynchronous),
         chat_models=chat_models,
+        budget=run_budget(state, context),
     )
     return round_, to_run
 
@@ -116,7 +120,11 @@ def running(round_: ExecutionRound) -> Iterator[None]:
     """Make ``round_`` the round of the step tasks called (and running) in this context."""
     token = _ROUND.set(round_)
     try:
-        yield
+        if round_.budget is None:
+            yield
+        else:
+            with spending(round_.budget):  # the steps' model calls spend the round's budget
+                yield
     finally:
         _ROUND.reset(token)
 

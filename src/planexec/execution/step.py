@@ -18,6 +18,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
 from planexec.abandoned import CallScope, abandoned_of, call_scope
+from planexec.budget import BudgetExhausted, describe
 from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.model_step import model_step
@@ -59,6 +60,9 @@ async def execute_step(
         write({"event": "step_skipped", "step": sid, "reason": reason})
         return outcome(sid, "skipped", error=f"skipped because {reason}", secrets=secrets)
 
+    if (spent := _spent_budget(round_)) is not None:  # no step starts once a budget is spent
+        write({"event": "step_skipped", "step": sid, "reason": spent})
+        return outcome(sid, "skipped", error=f"not started: {spent}", secrets=secrets)
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     try:
@@ -68,6 +72,12 @@ async def execute_step(
         write({"event": "step_failed", "step": sid, "error": error})
         return outcome(sid, "failed", started_at=started, error=error, secrets=secrets)
     return await _attempts(step, args, inputs, round_, started, write)
+
+
+def _spent_budget(round_: ExecutionRound) -> str | None:
+    """Say which budget of the run is spent (None while every budget has room)."""
+    stop = round_.budget.stop() if round_.budget is not None else None
+    return describe(stop) if stop is not None else None
 
 
 async def _resolve(
@@ -112,6 +122,12 @@ async def _attempts(
             output, output_file = await _attempt(step, args, inputs, round_, counter, refusals)
         except CheckpointStoreError:
             raise  # the step did not start; the executor node stops the run
+        except BudgetExhausted as exc:  # raised before the attempt starts (or a model call)
+            if attempts == 1 and not counter.usage():
+                write({"event": "step_skipped", "step": sid, "reason": str(exc)})
+                return ended("skipped", attempts=0, error=f"not started: {exc}")
+            error = storable_text(f"stopped: {exc}")
+            break
         except Exception as exc:  # a tool's failure is the step's, not the run's
             error = describe_error(exc)
             if isinstance(exc, StepTimeout) and abandoned_of(round_.run_id, sid):
@@ -156,6 +172,8 @@ async def _attempt(
     }
     async with round_.slots.hold(sid):  # at most max_parallel_steps, longest chain first
         await round_.store.check()  # no attempt starts once checkpoint writes fail
+        if round_.budget is not None:
+            round_.budget.check()  # nor once a budget of the run is spent
         scope = CallScope(round_.run_id, sid, max(1, ctx.max_abandoned_calls))
         with use_workspace(round_.workspace), call_scope(scope):
             if step["tool"] is None:

@@ -15,6 +15,7 @@ from typing import Any
 from langgraph.runtime import get_runtime
 
 from planexec import models
+from planexec.budget import Budget, BudgetExhausted, describe, run_budget, spending
 from planexec.context import Context, context_of
 from planexec.judging import Judgement, ajudge, cheap_problem, judge
 from planexec.outputs import OutputFileError, output_of
@@ -77,17 +78,22 @@ def evaluate(
 ) -> dict[str, Any]:
     """Check the latest round's results and choose what happens next (sync runs)."""
     ctx = context_of(get_runtime(Context).context)
+    budget = run_budget(state, ctx)
     found = check_results(state, ctx, sandbox=sandbox, tools=tools)
-    if not (ctx.llm_judge and found.passed):
-        return decide(state, ctx, found, None)
+    if not (ctx.llm_judge and found.passed) or budget.stop():
+        return within(budget, decide(state, ctx, found, None))
     counter = UsageCounter("evaluator")
-    judgement = judge(
-        chat_models.for_role("evaluator", ctx.evaluator_model),
-        found.plan["steps"],
-        found.passed,
-        counter.config(models.internal_call("judge model")),
-    )
-    return {**decide(state, ctx, found, judgement), "usage": counter.usage()}
+    try:
+        with spending(budget):
+            judgement: Judgement | None = judge(
+                chat_models.for_role("evaluator", ctx.evaluator_model),
+                found.plan["steps"],
+                found.passed,
+                counter.config(models.internal_call("judge model")),
+            )
+    except BudgetExhausted:
+        judgement = None
+    return {**within(budget, decide(state, ctx, found, judgement)), "usage": counter.usage()}
 
 
 async def aevaluate(
@@ -98,13 +104,32 @@ async def aevaluate(
     found = await asyncio.to_thread(  # reads outputs and files
         partial(check_results, sandbox=sandbox, tools=tools), state, ctx
     )
-    if not (ctx.llm_judge and found.passed):
-        return decide(state, ctx, found, None)
+    budget = run_budget(state, ctx)
+    if not (ctx.llm_judge and found.passed) or budget.stop():
+        return within(budget, decide(state, ctx, found, None))
     counter = UsageCounter("evaluator")
     model = await asyncio.to_thread(chat_models.for_role, "evaluator", ctx.evaluator_model)
     config = counter.config(models.internal_call("judge model"))
-    judgement = await ajudge(model, found.plan["steps"], found.passed, config)
-    return {**decide(state, ctx, found, judgement), "usage": counter.usage()}
+    try:
+        with spending(budget):
+            judgement: Judgement | None = await ajudge(
+                model, found.plan["steps"], found.passed, config
+            )
+    except BudgetExhausted:
+        judgement = None
+    return {**within(budget, decide(state, ctx, found, judgement)), "usage": counter.usage()}
+
+
+def within(budget: Budget, decided: dict[str, Any]) -> dict[str, Any]:
+    """End the run instead of retrying or replanning once a budget is spent (naming it)."""
+    decided["busy_seconds"] = budget.elapsed()
+    stop = budget.stop()
+    evaluation = decided.get("evaluation")
+    if stop is None or evaluation is None or evaluation["decision"] == "finish":
+        return decided
+    decided["evaluation"] = Evaluation(decision="give_up", reason=describe(stop), retry=[])
+    decided["budget_stop"] = stop
+    return decided
 
 
 def decide(

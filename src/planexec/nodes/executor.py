@@ -17,6 +17,7 @@ from langgraph.func import task
 
 from planexec.errors import PlanNotApprovedError
 from planexec.execution import (
+    ExecutionRound,
     StepOutcome,
     open_round,
     publisher,
@@ -117,7 +118,7 @@ def execute(
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             round_.store.check_blocking()  # did the store fail after the last step started?
-    return _update(state, round_outcomes(round_, to_run, futures))
+    return _update(state, round_outcomes(round_, to_run, futures), round_)
 
 
 async def aexecute(
@@ -147,11 +148,14 @@ async def aexecute(
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             await round_.store.check()  # did the store fail after the last step started?
-    return _update(state, round_outcomes(round_, to_run, futures))
+    return _update(state, round_outcomes(round_, to_run, futures), round_)
 
 
-def _update(state: State, outcomes: list[StepOutcome]) -> dict[str, Any]:
-    """Return the state update of a round: its steps' records and the usage they counted."""
+def _update(state: State, outcomes: list[StepOutcome], round_: ExecutionRound) -> dict[str, Any]:
+    """Return the state update of a round: its steps' records, usage and working time."""
     plan = plan_of(state)
     records = records_after(plan, state.get("steps") or {}, outcomes)
-    return {"steps": records, "usage": round_usage(outcomes), "evaluation": None}
+    update = {"steps": records, "usage": round_usage(outcomes), "evaluation": None}
+    if round_.budget is not None:
+        update["busy_seconds"] = round_.budget.elapsed()
+    return update

@@ -43,6 +43,9 @@ def _artifacts(
 def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict[str, Any]:
     """Summarise the run (status, answer, files made, what failed) and answer in the chat."""
     final = final_result(state, outputs, tools)
+    stop = state.get("budget_stop")
+    if stop and final["status"] != "succeeded":  # a spent budget ended it: say which
+        final["budget"] = stop
     return {"final": final, "messages": [answer_message(final)]}
 
 

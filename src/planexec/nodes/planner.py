@@ -12,6 +12,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
+from planexec.budget import BudgetExhausted, run_budget, spending, stopped
 from planexec.context import Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.plan import to_doc
@@ -78,8 +79,15 @@ def plan(
     model, conversation = planner_call(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
-    draft = draft_plan(model, conversation, counter.config(models.internal_call("planner model")))
-    return planned(state, draft, counter)
+    budget = run_budget(state, ctx)
+    try:
+        with spending(budget):
+            budget.check()
+            config = counter.config(models.internal_call("planner model"))
+            draft = draft_plan(model, conversation, config)
+    except BudgetExhausted as exc:
+        return stopped(exc.stop, budget, counter)
+    return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
 
 
 async def aplan(
@@ -96,7 +104,14 @@ async def aplan(
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
     config = counter.config(models.internal_call("planner model"))
-    return planned(state, await adraft_plan(model, conversation, config), counter)
+    budget = run_budget(state, ctx)
+    try:
+        with spending(budget):
+            budget.check()
+            draft = await adraft_plan(model, conversation, config)
+    except BudgetExhausted as exc:
+        return stopped(exc.stop, budget, counter)
+    return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
 
 
 def planned(state: State, result: Draft, counter: UsageCounter) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import get_runtime
 
 from planexec import models
+from planexec.budget import BudgetExhausted, run_budget, spending, stopped
 from planexec.context import Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
@@ -66,8 +67,14 @@ def replan(state: State, *, tools: ToolRegistry, chat_models: models.ChatModels)
     counter = UsageCounter("replanner")
     model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
     config = counter.config(models.internal_call("replanner model"))
-    draft = draft_plan(model, conversation, config, by="replanner")
-    return revised(state, ctx, tools, start, draft, counter)
+    budget = run_budget(state, ctx)
+    try:
+        with spending(budget):
+            budget.check()
+            draft = draft_plan(model, conversation, config, by="replanner")
+    except BudgetExhausted as exc:
+        return stopped(exc.stop, budget, counter)
+    return {**revised(state, ctx, tools, start, draft, counter), "busy_seconds": budget.elapsed()}
 
 
 async def areplan(
@@ -80,8 +87,14 @@ async def areplan(
         partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
     )
     config = counter.config(models.internal_call("replanner model"))
-    draft = await adraft_plan(model, conversation, config, by="replanner")
-    return revised(state, ctx, tools, start, draft, counter)
+    budget = run_budget(state, ctx)
+    try:
+        with spending(budget):
+            budget.check()
+            draft = await adraft_plan(model, conversation, config, by="replanner")
+    except BudgetExhausted as exc:
+        return stopped(exc.stop, budget, counter)
+    return {**revised(state, ctx, tools, start, draft, counter), "busy_seconds": budget.elapsed()}
 
 
 def revised(

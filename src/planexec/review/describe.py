@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 
 from typing_extensions import TypedDict
 
@@ -36,9 +37,16 @@ def estimate_model_calls(plan: PlanDoc, *, max_turns: int, judge: bool) -> Model
 
 
 def describe(
-    plan: PlanDoc, side_effect_tools: list[str], calls: ModelCallEstimate, problems: list[str]
+    plan: PlanDoc,
+    side_effect_tools: list[str],
+    calls: ModelCallEstimate,
+    problems: list[str],
+    estimate: Sequence[str] = (),
 ) -> str:
-    """Describe the plan for a reviewer in Markdown: steps, side effects, model calls."""
+    """Describe the plan for a reviewer in Markdown: steps, side effects, model calls.
+
+    ``estimate`` holds the lines of :func:`planexec.review.estimate.estimate_lines`.
+    """
     lines = [
         f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
         "",
@@ -62,6 +70,7 @@ def describe(
         f"Model calls to run it: {calls['low']}"
         + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")
         + " (if no step is retried).",
+        *(_one_line(line, 300) for line in estimate),
     ]
     if problems:
         lines += ["", "**Cannot run as it is:** " + "; ".join(_cell(p, 200) for p in problems)]

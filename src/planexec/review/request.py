@@ -8,6 +8,7 @@ from planexec.context import Context
 from planexec.plandoc import plan_tools
 from planexec.review import describe, hitl
 from planexec.review.decisions import SHAPES
+from planexec.review.estimate import Estimate, estimate, estimate_lines
 from planexec.review.hitl import HitlFields
 from planexec.state import PlanDoc, State
 from planexec.tools.registry import ToolRegistry
@@ -32,6 +33,8 @@ class ApprovalRequest(HitlFields):
     error: str | None
     """Why the previous answer was refused, when this asks again."""
     answers: str
+    estimate: Estimate
+    """Model calls, tokens and cost spent so far and expected for the plan; its slowest chain."""
 
 
 def approval_request(
@@ -51,7 +54,8 @@ def approval_request(
     calls = describe.estimate_model_calls(
         plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge
     )
-    description = describe.describe(plan, side_effects, calls, problems)
+    found = estimate(state, plan, tools, ctx)
+    description = describe.describe(plan, side_effects, calls, problems, estimate_lines(found))
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",
@@ -63,4 +67,5 @@ def approval_request(
         problems=problems,
         error=error,
         answers=SHAPES,
+        estimate=found,
     )

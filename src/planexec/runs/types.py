@@ -9,6 +9,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from planexec.review.estimate import Estimate
 from planexec.state import PlanDoc
 
 
@@ -47,6 +48,7 @@ class ApprovalRequest(TypedDict, total=False):
     error: str
     problems: list[str]
     side_effect_tools: list[str]
+    estimate: Estimate
 
 
 OnEvent = Callable[[StepEvent], object]

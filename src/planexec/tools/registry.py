@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
+TYPICAL_SECONDS = "typical_seconds"
 
 
 class ToolRegistry:
@@ -39,8 +40,13 @@ class ToolRegistry:
         *,
         side_effects: bool | None = None,
         file_fields: Sequence[str] | None = None,
+        typical_seconds: float | None = None,
     ) -> BaseTool:
-        """Add a tool (a plain function is wrapped with ``@tool``); return it."""
+        """Add a tool (a plain function is wrapped with ``@tool``); return it.
+
+        ``typical_seconds`` is how long a call usually takes: the approval's estimate adds it
+        up along the plan's slowest chain of dependencies.
+        """
         tool_ = item if isinstance(item, BaseTool) else as_tool(item)
         if isinstance(file_fields, str):
             raise TypeError(f"file_fields is a list of field names, not the text {file_fields!r}")
@@ -49,6 +55,12 @@ class ToolRegistry:
             marks[SIDE_EFFECTS] = side_effects
         if file_fields is not None:
             marks[FILE_FIELDS] = tuple(file_fields)
+        if typical_seconds is not None:
+            if not (isinstance(typical_seconds, int | float) and 0 <= typical_seconds < 1e9):
+                raise ValueError(
+                    f"typical_seconds must be a number of seconds, not {typical_seconds!r}"
+                )
+            marks[TYPICAL_SECONDS] = float(typical_seconds)
         if marks:  # on a copy: the same tool may be registered differently elsewhere
             tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
         self._tools[tool_.name] = tool_
@@ -86,6 +98,12 @@ class ToolRegistry:
             return ()
         declared = (found.metadata or {}).get(FILE_FIELDS) or ()
         return tuple(str(f) for f in declared)
+
+    def typical_seconds(self, name: str | None) -> float | None:
+        """Return how long a call of the tool usually takes, when it was declared."""
+        found = self._tools.get(name) if name is not None else None
+        value = (found.metadata or {}).get(TYPICAL_SECONDS) if found is not None else None
+        return float(value) if isinstance(value, int | float) else None
 
     def args_schema(self, name: str) -> type[BaseModel] | None:
         """Return the pydantic schema of a tool's model-facing arguments, if it has one."""
