@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from graphlib import CycleError, TopologicalSorter
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -27,6 +27,20 @@ if TYPE_CHECKING:
 
 StepId = Annotated[int, Field(ge=1, le=INT_MAX)]
 """A step id: a positive integer a checkpoint can store (64 bits)."""
+MAX_STEP_RETRIES = 5
+"""Most extra attempts ``on_failure: {"retry": N}`` may ask for."""
+
+
+class RetryOnFailure(BaseModel):
+    """``{"retry": N}``: attempt a failed step N more times, whatever its error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    retry: int = Field(ge=1, le=MAX_STEP_RETRIES, description="Extra attempts (1-5).")
+
+
+OnFailure = Literal["replan", "skip"] | RetryOnFailure
+"""What a step's failure leads to (see :attr:`Step.on_failure`)."""
 
 
 class Step(BaseModel):
@@ -62,6 +76,12 @@ class Step(BaseModel):
     )
     expected_output: str = Field(
         default="", description="What the step should produce, to check its result against."
+    )
+    on_failure: OnFailure | None = Field(
+        default=None,
+        description='When the step fails for good: "replan" (the default: the plan is revised '
+        'around it), "skip" (the steps that use its output are skipped, the others go on), '
+        'or {"retry": N} (N more attempts, 1-5, whatever the error).',
     )
 
     @model_validator(mode="after")
@@ -166,5 +186,14 @@ def validate_plan(
 
 def to_doc(plan: Plan, version: int) -> PlanDoc:
     """Turn a validated plan into the JSON-native artifact stored in state."""
-    steps = [StepDoc(**step.model_dump()) for step in plan.steps]  # type: ignore[typeddict-item]
+    steps = [_step_doc(step) for step in plan.steps]
     return PlanDoc(goal=plan.goal, steps=steps, version=version)
+
+
+def _step_doc(step: Step) -> StepDoc:
+    """A step as state stores it: ``on_failure`` only when given (so a plan without any
+    keeps the content, hence the digest, it had before the field existed)."""
+    data = step.model_dump()
+    if data["on_failure"] is None:
+        del data["on_failure"]
+    return cast(StepDoc, data)

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 STEP_FIELDS = frozenset(
-    {"id", "tool", "args", "tools", "description", "depends_on", "expected_output"}
+    {"id", "tool", "args", "tools", "description", "depends_on", "expected_output", "on_failure"}
 )
 """Keys of a step; any other key of a compact step is the name of the tool it calls."""
 
@@ -45,7 +45,8 @@ class CompactPlan(BaseModel):
         'A step with no tool key is done by the executor model: "description" says what '
         'to do, optional "args" and "tools" (tools it may call). "$N" / "$N.field" in args '
         'pass step N\'s output and make the step wait for it; "depends_on": [N] only '
-        'where no "$N" does. Optional: "description", "expected_output".',
+        'where no "$N" does. Optional: "description", "expected_output", "on_failure" '
+        '("skip", or {"retry": N}; default: the plan is revised around a failure).',
     )
 
 

@@ -32,6 +32,8 @@ class StepDoc(TypedDict):
     description: str
     depends_on: list[int]
     expected_output: str
+    on_failure: NotRequired[str | dict[str, int]]
+    """``"replan"`` (also when absent), ``"skip"``, or ``{"retry": N}``."""
 
 
 class PlanDoc(TypedDict):

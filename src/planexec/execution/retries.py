@@ -18,8 +18,18 @@ MAX_RETRY_INTERVAL = 60.0
 """Longest wait, in seconds, before a step's next attempt, however the backoff is set."""
 
 
+def extra_attempts(step: StepDoc) -> int:
+    """Return the attempts ``on_failure: {"retry": N}`` adds to a step (0 without it)."""
+    policy = step.get("on_failure")
+    return int(policy.get("retry", 0)) if isinstance(policy, dict) else 0
+
+
 def retryable(exc: Exception, step: StepDoc, tools: ToolRegistry) -> bool:
-    """Say whether a failed attempt of ``step`` may be tried again."""
+    """Say whether a failed attempt of ``step`` failed transiently (it may be tried again).
+
+    Other errors are tried again only as often as the step's ``on_failure: {"retry": N}``
+    says (:func:`extra_attempts`).
+    """
     if isinstance(exc, StepTimeout):  # a local timeout is retried only if the tool says so
         return step["tool"] is not None and retries_timeouts(tools.get(step["tool"]))
     return is_transient(exc)

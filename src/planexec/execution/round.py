@@ -52,6 +52,8 @@ class ExecutionRound:
     chat_models: ChatModels = field(default_factory=ChatModels)
     budget: Budget | None = None
     """What the run may still spend: no step attempt or model call starts once it is spent."""
+    skippable: frozenset[int] = frozenset()
+    """Steps whose failure their dependents go on without (``on_failure: "skip"``)."""
     _steps_loop: StepLoop | None = field(default=None, init=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
@@ -108,6 +110,7 @@ def open_round(
         store=StoreGuard.of(config, asynchronous=asynchronous),
         chat_models=chat_models,
         budget=run_budget(state, context),
+        skippable=frozenset(s["id"] for s in plan["steps"] if s.get("on_failure") == "skip"),
     )
     return round_, to_run
 

@@ -23,7 +23,7 @@ from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.model_step import model_step
 from planexec.execution.outcomes import StepOutcome, now, outcome
-from planexec.execution.retries import retry_delay, retryable
+from planexec.execution.retries import extra_attempts, retry_delay, retryable
 from planexec.execution.round import ExecutionRound
 from planexec.offloop import run_in_thread
 from planexec.outputs import keep_output, output_of, summary_of
@@ -54,7 +54,7 @@ async def execute_step(
         raw_write(redact(event, secrets))
 
     await round_.store.check()  # neither run, skipped nor announced once checkpoint writes fail
-    broken = [d for d in step["depends_on"] if deps[d]["status"] != "succeeded"]
+    broken = [d for d in step["depends_on"] if not _usable(d, deps[d], step, round_)]
     if broken:
         reason = ", ".join(f"step {d} {deps[d]['status']}" for d in broken)
         write({"event": "step_skipped", "step": sid, "reason": reason})
@@ -72,6 +72,19 @@ async def execute_step(
         write({"event": "step_failed", "step": sid, "error": error})
         return outcome(sid, "failed", started_at=started, error=error, secrets=secrets)
     return await _attempts(step, args, inputs, round_, started, write)
+
+
+def _usable(dep: int, done: StepOutcome, step: StepDoc, round_: ExecutionRound) -> bool:
+    """Say whether ``step`` may run after dependency ``dep`` ended as it did.
+
+    A dependency that succeeded is usable; one that failed with ``on_failure: "skip"`` is too,
+    unless the step uses its output (a ``$dep`` reference).
+    """
+    if done["status"] == "succeeded":
+        return True
+    if done["status"] != "failed" or dep not in round_.skippable:
+        return False
+    return all(ref != dep for ref, _ in iter_references(step["args"]))
 
 
 def _spent_budget(round_: ExecutionRound) -> str | None:
@@ -104,7 +117,7 @@ async def _attempts(
 ) -> StepOutcome:
     """Attempt the step until it succeeds, fails for good, or runs out of attempts."""
     sid, ctx = step["id"], round_.context
-    max_attempts = max(1, ctx.step_max_attempts)
+    max_attempts = max(1, ctx.step_max_attempts, 1 + extra_attempts(step))
     counter = UsageCounter("executor")  # every attempt's model calls count, failed ones too
     refusals = Refusals(sid, write, round_.secrets)
     ended = partial(  # what both endings record
@@ -133,7 +146,8 @@ async def _attempts(
             if isinstance(exc, StepTimeout) and abandoned_of(round_.run_id, sid):
                 error += " (the call did not stop: abandoned, still running)"
             error = storable_text(error)
-            if retryable(exc, step, round_.tools) and attempts < max_attempts:
+            transient = retryable(exc, step, round_.tools)
+            if attempts < (max_attempts if transient else 1 + extra_attempts(step)):
                 write({"event": "step_retry", "step": sid, "attempt": attempts, "error": error})
                 await asyncio.sleep(retry_delay(ctx, attempts))  # backoff outside the slot
                 continue

@@ -153,8 +153,17 @@ def decide(
                 retry.append(sid)
     note = judgement.note if judgement else ""
 
-    failed = sorted(int(s) for s, r in records.items() if r.get("status") == "failed")
-    skipped = sorted(int(s) for s, r in records.items() if r.get("status") == "skipped")
+    tolerated = _tolerated(plan["steps"], records)  # on_failure: "skip", and what it skipped
+    failed = sorted(
+        int(s)
+        for s, r in records.items()
+        if r.get("status") == "failed" and int(s) not in tolerated
+    )
+    skipped = sorted(
+        int(s)
+        for s, r in records.items()
+        if r.get("status") == "skipped" and int(s) not in tolerated
+    )
     unrun = sorted(int(s) for s, r in records.items() if r.get("status") == "pending")
     built_on_retry = downstream(plan["steps"], set(retry))
     if unrun:  # only a state edit or fork leaves steps unrun: the executor's gate decides
@@ -162,7 +171,13 @@ def decide(
             decision="retry", reason=f"steps {unrun} of this plan have not run", retry=unrun
         )
     elif not failed and not skipped:
-        evaluation = Evaluation(decision="finish", reason="every step succeeded", retry=[])
+        reason = "every step succeeded"
+        if tolerated:
+            reason = (
+                f"steps {sorted(tolerated)} failed or were skipped; the plan goes on without "
+                "them (on_failure: skip)"
+            )
+        evaluation = Evaluation(decision="finish", reason=reason, retry=[])
     elif retry and set(retry) == set(failed) and set(skipped) <= built_on_retry:
         for sid in sorted(set(retry) | built_on_retry):
             records[record_key(sid)] = pending_record(judged_retry=True)
@@ -182,6 +197,16 @@ def decide(
     if note:
         evaluation["reason"] += f" ({note})"
     return {"steps": records, "evaluation": evaluation}
+
+
+def _tolerated(steps: list[StepDoc], records: dict[str, StepRecord]) -> set[int]:
+    """Return the failed ``on_failure: "skip"`` steps and the steps skipped after them."""
+    status = {s["id"]: records.get(record_key(s["id"]), {}).get("status") for s in steps}
+    gave_up = {
+        s["id"] for s in steps if s.get("on_failure") == "skip" and status[s["id"]] == "failed"
+    }
+    after = downstream(steps, gave_up)
+    return gave_up | {sid for sid in after if status[sid] == "skipped"}
 
 
 def _discard_built_on(
