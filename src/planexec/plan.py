@@ -191,8 +191,10 @@ def to_doc(plan: Plan, version: int) -> PlanDoc:
 
 
 def _step_doc(step: Step) -> StepDoc:
-    """A step as state stores it: ``on_failure`` only when given (so a plan without any
-    keeps the content, hence the digest, it had before the field existed)."""
+    """Return a step as state stores it: ``on_failure`` only when given.
+
+    A plan without any keeps the content, hence the digest, it had before the field existed.
+    """
     data = step.model_dump()
     if data["on_failure"] is None:
         del data["on_failure"]
