@@ -129,9 +129,7 @@ def test_a_reviewer_sets_on_failure_by_editing_the_plan(use_models, ctx):
     config, context = thread(), ctx(max_replans=0, retry_initial_interval=0.0)
     graph.invoke({"task": "t"}, config, context=context)
     edited = plan_of({**step(1, "flaky", {"text": "ok"}), "on_failure": {"retry": 1}})
-    out = graph.invoke(
-        Command(resume={"action": "edit", "plan": edited}), config, context=context
-    )
+    out = graph.invoke(Command(resume={"action": "edit", "plan": edited}), config, context=context)
     assert out["final"]["status"] == "succeeded" and out["steps"]["1"]["attempts"] == 2
     refused = plan_of({**step(1, "flaky", {"text": "ok"}), "on_failure": {"retry": 99}})
     graph2 = build_graph(checkpointer=InMemorySaver(), tools=TOOLS)
