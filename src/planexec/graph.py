@@ -24,7 +24,15 @@ from planexec.context import ApprovalPolicy, Context
 from planexec.errors import ConfigurationError, is_transient
 from planexec.models import ChatModels
 from planexec.nodes import approval as approval_node
-from planexec.nodes import evaluator, executor, finalizer, intake, planner, replanner
+from planexec.nodes import (
+    evaluator,
+    executor,
+    failure_review,
+    finalizer,
+    intake,
+    planner,
+    replanner,
+)
 from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
@@ -117,6 +125,7 @@ def build_graph(
         sync_and_async(replanner.replan, replanner.areplan, tools=registry, chat_models=chat),
         retry_policy=MODEL_RETRY,
     )
+    builder.add_node("failure_review", partial(failure_review.review_failure, tools=registry))
     builder.add_node(
         "finalizer", partial(finalizer.finalize, outputs=box.output_store(), tools=registry)
     )
@@ -128,6 +137,7 @@ def build_graph(
     builder.add_conditional_edges("executor", routing.after_executor)
     builder.add_conditional_edges("evaluator", routing.after_evaluator)
     builder.add_conditional_edges("replanner", routing.after_replanner)
+    builder.add_conditional_edges("failure_review", routing.after_failure_review)
     builder.set_finish_point("finalizer")
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return admit(compiled).with_config(RUN_DEFAULTS)

@@ -39,7 +39,7 @@ class RetryOnFailure(BaseModel):
     retry: int = Field(ge=1, le=MAX_STEP_RETRIES, description="Extra attempts (1-5).")
 
 
-OnFailure = Literal["replan", "skip"] | RetryOnFailure
+OnFailure = Literal["replan", "skip", "ask"] | RetryOnFailure
 """What a step's failure leads to (see :attr:`Step.on_failure`)."""
 
 
@@ -81,7 +81,8 @@ class Step(BaseModel):
         default=None,
         description='When the step fails for good: "replan" (the default: the plan is revised '
         'around it), "skip" (the steps that use its output are skipped, the others go on), '
-        'or {"retry": N} (N more attempts, 1-5, whatever the error).',
+        '"ask" (a human decides: retry, skip, replan or cancel), or {"retry": N} (N more '
+        "attempts, 1-5, whatever the error).",
     )
 
     @model_validator(mode="after")

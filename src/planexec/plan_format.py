@@ -46,7 +46,7 @@ class CompactPlan(BaseModel):
         'to do, optional "args" and "tools" (tools it may call). "$N" / "$N.field" in args '
         'pass step N\'s output and make the step wait for it; "depends_on": [N] only '
         'where no "$N" does. Optional: "description", "expected_output", "on_failure" '
-        '("skip", or {"retry": N}; default: the plan is revised around a failure).',
+        '("skip", "ask", or {"retry": N}; default: the plan is revised around a failure).',
     )
 
 

@@ -54,3 +54,29 @@ def current_records(plan: PlanDoc, records: dict[str, StepRecord]) -> dict[str, 
         else:
             current[record_key(step["id"])] = pending_record()
     return current
+
+
+def records_after_edit(
+    plan: PlanDoc, new_plan: PlanDoc, records: dict[str, StepRecord]
+) -> dict[str, StepRecord]:
+    """Return the records of an edited plan's steps.
+
+    A step keeps an earlier success only if it, and every step it depends on, is unchanged;
+    every other step is pending.
+    """
+    old_steps = {s["id"]: s for s in plan["steps"]}
+    kept: set[int] = set()
+    after: dict[str, StepRecord] = {}
+    for step in topological_order(new_plan["steps"]):
+        rec = records.get(record_key(step["id"]))
+        if (
+            rec is not None
+            and rec.get("status") == "succeeded"
+            and old_steps.get(step["id"]) == step
+            and all(dep in kept for dep in step["depends_on"])
+        ):
+            kept.add(step["id"])
+            after[record_key(step["id"])] = rec
+        else:
+            after[record_key(step["id"])] = pending_record()
+    return {record_key(s["id"]): after[record_key(s["id"])] for s in new_plan["steps"]}

@@ -34,7 +34,9 @@ def after_executor(state: State) -> Literal["evaluator", "approval"]:
     return "approval" if action == "not_approved" else "evaluator"
 
 
-def after_evaluator(state: State) -> Literal["executor", "replanner", "finalizer"]:
+def after_evaluator(
+    state: State,
+) -> Literal["executor", "replanner", "failure_review", "finalizer"]:
     """Follow the evaluator's decision."""
     evaluation = state.get("evaluation")
     decision = evaluation["decision"] if evaluation else None
@@ -42,7 +44,32 @@ def after_evaluator(state: State) -> Literal["executor", "replanner", "finalizer
         return "executor"
     if decision == "replan":
         return "replanner"
+    if decision == "ask":
+        return "failure_review"
     return "finalizer"
+
+
+def after_failure_review(
+    state: State,
+) -> Literal["executor", "approval", "replanner", "failure_review", "evaluator", "finalizer"]:
+    """Follow the reviewer's answer about a failed step (a refused answer asks again)."""
+    action = (state.get("failure_answer") or {}).get("action")
+    if action == "refused":
+        return "failure_review"
+    if action == "edit":  # a changed step is a new plan: the approval applies the policy
+        return "approval"
+    if action == "replan":
+        return "replanner"
+    if action == "cancel":
+        return "finalizer"
+    if action == "skip":
+        records = state.get("steps") or {}
+        return (
+            "executor"
+            if any(r.get("status") == "pending" for r in records.values())
+            else "evaluator"
+        )
+    return "executor"
 
 
 def after_replanner(state: State) -> Literal["approval", "finalizer"]:

@@ -17,7 +17,7 @@ StepStatus = Literal["pending", "succeeded", "failed", "skipped"]
 ApprovalAction = Literal[
     "approve", "edit", "reject", "cancel", "auto", "refused", "not_approved", "presented"
 ]
-Decision = Literal["finish", "retry", "replan", "give_up"]
+Decision = Literal["finish", "retry", "replan", "give_up", "ask"]
 FinalStatus = Literal["succeeded", "partial", "failed", "cancelled"]
 
 
@@ -33,7 +33,7 @@ class StepDoc(TypedDict):
     depends_on: list[int]
     expected_output: str
     on_failure: NotRequired[str | dict[str, int]]
-    """``"replan"`` (also when absent), ``"skip"``, or ``{"retry": N}``."""
+    """``"replan"`` (also when absent), ``"skip"``, ``"ask"``, or ``{"retry": N}``."""
 
 
 class PlanDoc(TypedDict):
@@ -145,6 +145,19 @@ class RoleUsage(TypedDict):
     output_tokens: int
 
 
+FailureAction = Literal["retry", "edit", "skip", "replan", "cancel", "refused"]
+
+
+class FailureAnswer(TypedDict, total=False):
+    """What a reviewer answered about a failed step (or why the answer was refused)."""
+
+    action: FailureAction
+    step: int
+    hint: str
+    reason: str
+    error: str
+
+
 BudgetName = Literal["tokens", "cost", "seconds"]
 
 
@@ -228,6 +241,12 @@ class State(TypedDict):
     usage: NotRequired[Annotated[dict[str, RoleUsage], add_usage]]
     busy_seconds: NotRequired[Annotated[float, operator.add]]
     """Working time of the run's nodes (not its waits for a human), for the time budget."""
+    failure_answer: NotRequired[FailureAnswer | None]
+    """The latest answer about a failed step whose plan said ``on_failure: "ask"``."""
+    failure_asks: NotRequired[dict[str, int]]
+    """How many times each step's failure was asked about (bounded)."""
+    reviewer_skipped: NotRequired[list[int]]
+    """Failed steps a reviewer chose to go on without (like ``on_failure: "skip"``)."""
     budget_stop: NotRequired[BudgetStop | None]
     """The budget that was spent when a node found it so (the finalizer reports it)."""
     final: NotRequired[FinalResult | None]

@@ -140,3 +140,184 @@ def test_a_reviewer_sets_on_failure_by_editing_the_plan(use_models, ctx):
         Command(resume={"action": "edit", "plan": refused}), config2, context=context
     )
     assert "on_failure" in again["__interrupt__"][0].value["error"]
+
+
+# -- on_failure: "ask" ----------------------------------------------------------------------
+
+ASK_PLAN = plan_of(
+    {**step(1, "flaky", {"text": "first"}), "on_failure": "ask"},
+    step(2, "echo", {"text": "independent"}),
+    step(3, "echo", {"text": "uses $1"}),
+)
+
+
+PLANNER: dict = {}
+
+
+def asked(use_models, ctx, plan=ASK_PLAN, *, fails=5, saver=None, **settings):
+    """Run to the question about the failed step; return the graph, config, context, payload."""
+    FLAKY_FAILS["left"] = fails
+    PLANNER["model"] = scripted(
+        plan_reply(plan), plan_reply(plan_of(step(4, "echo", {"text": "new"})))
+    )
+    use_models(planner=PLANNER["model"])
+    graph = build_graph(checkpointer=saver or InMemorySaver(), tools=TOOLS)
+    config, context = thread(), ctx(retry_initial_interval=0.0, **settings)
+    graph.invoke({"task": "t"}, config, context=context)
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+    return graph, config, context, out
+
+
+def test_ask_puts_the_failed_step_to_a_human_after_the_other_branches_ran(use_models, ctx):
+    graph, config, _, out = asked(use_models, ctx)
+    request = out["__interrupt__"][0].value
+    assert request["type"] == "step_failure" and request["step"]["id"] == 1
+    assert "the service said no" in request["error"]
+    assert request["asked"] == 1
+    values = graph.get_state(config).values
+    assert values["steps"]["2"]["status"] == "succeeded"  # the independent branch finished
+    assert values["steps"]["3"]["status"] == "skipped"  # waits on step 1's output
+    assert graph.get_state(config).next == ("failure_review",)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_retry_runs_the_step_again_and_what_waited_on_it(use_models, ctx, mode):
+    graph, config, context, _ = asked(use_models, ctx, fails=1)
+    before = next(CALLS)
+    answer = Command(resume={"action": "retry", "step": 1})
+    if mode == "sync":
+        out = graph.invoke(answer, config, context=context)
+    else:
+        out = asyncio.run(graph.ainvoke(answer, config, context=context))
+    assert out["final"]["status"] == "succeeded", out["final"]
+    assert next(CALLS) == before + 2  # step 1 once more, and nothing else of flaky's
+    assert out["steps"]["3"]["output"] == "uses first"
+
+
+def test_retry_with_edited_args_is_a_new_plan_version_shown_for_approval(use_models, ctx):
+    """Changed arguments make a new plan: the approval node shows it (only it approves plans)."""
+    graph, config, context, _ = asked(use_models, ctx, fails=1)
+    shown = graph.invoke(
+        Command(resume={"action": "retry", "step": 1, "args": {"text": "second"}}),
+        config,
+        context=context,
+    )
+    request = shown["__interrupt__"][0].value
+    assert request["type"] == "plan_approval" and request["version"] == 2
+    assert request["origin"] == "reviewer"
+    assert request["plan"]["steps"][0]["args"] == {"text": "second"}
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+    assert out["final"]["status"] == "succeeded", out["final"]
+    assert out["steps"]["3"]["output"] == "uses second"
+    assert out["steps"]["2"]["attempts"] == 1  # kept, not run again
+    assert out["revisions"][-1]["reason"] == "step 1 edited by the reviewer after it failed"
+
+
+def test_skip_goes_on_without_the_step(use_models, ctx):
+    graph, config, context, _ = asked(use_models, ctx)
+    out = graph.invoke(Command(resume={"action": "skip", "step": 1}), config, context=context)
+    assert out["final"]["status"] == "partial"
+    assert out["steps"]["3"]["status"] == "skipped"
+    assert "replanner" not in out["usage"]
+
+
+def test_replan_with_a_hint_tells_the_replanner(use_models, ctx):
+    graph, config, context, _ = asked(use_models, ctx)
+    out = graph.invoke(
+        Command(resume={"action": "replan", "step": 1, "hint": "use echo, flaky is down"}),
+        config,
+        context=context,
+    )
+    assert out["usage"]["replanner"]["calls"] == 1
+    assert "says: use echo, flaky is down" in PLANNER["model"].prompts[-1]
+    assert out["final"]["status"] == "succeeded", out["final"]
+    revision = out["revisions"][-1]
+    assert revision["version"] == 1
+
+
+def test_cancel_ends_the_run_cancelled(use_models, ctx):
+    graph, config, context, _ = asked(use_models, ctx)
+    out = graph.invoke(
+        Command(resume={"action": "cancel", "step": 1, "reason": "not today"}),
+        config,
+        context=context,
+    )
+    assert out["final"]["status"] == "cancelled"
+    assert "not today" in out["final"]["answer"]
+
+
+@pytest.mark.parametrize(
+    "answer, why",
+    [
+        ({"action": "retry", "step": 2}, "about step 1, not 2"),
+        ({"action": "fly", "step": 1}, "unknown action 'fly'"),
+        ({"action": "retry", "step": 1, "args": {"text": "$9"}}, "invalid"),
+        ({"action": "retry", "step": 1, "args": "text"}, "an object"),
+        ({"action": "retry", "step": 1, "sudo": True}, "unknown field"),
+        ("retry", "an object"),
+        ({"action": "replan", "step": 1, "hint": 42}, "the hint is text"),
+    ],
+)
+def test_a_bad_answer_is_refused_and_asked_again(use_models, ctx, answer, why):
+    graph, config, context, _ = asked(use_models, ctx, fails=1)
+    again = graph.invoke(Command(resume=answer), config, context=context)
+    request = again["__interrupt__"][0].value
+    assert request["type"] == "step_failure" and why in request["refused"], request
+    out = graph.invoke(Command(resume={"action": "retry", "step": 1}), config, context=context)
+    assert out["final"]["status"] == "succeeded"
+
+
+def test_asks_about_one_step_are_bounded(use_models, ctx):
+    graph, config, context, out = asked(use_models, ctx, fails=100, max_replans=0)
+    for _ in range(2):
+        out = graph.invoke(Command(resume={"action": "retry", "step": 1}), config, context=context)
+        assert out["__interrupt__"][0].value["type"] == "step_failure"
+    out = graph.invoke(Command(resume={"action": "retry", "step": 1}), config, context=context)
+    assert "__interrupt__" not in out
+    assert out["final"]["status"] == "partial"  # the third failure was not asked about
+
+
+def test_the_question_survives_a_restart(use_models, ctx, tmp_path):
+    from planexec.persistence import sqlite_saver
+
+    db = tmp_path / "runs.sqlite"
+    with sqlite_saver(db) as saver:
+        _, config, context, out = asked(use_models, ctx, fails=1, saver=saver)
+        assert out["__interrupt__"][0].value["type"] == "step_failure"
+    with sqlite_saver(db) as saver:  # another process, later
+        graph = build_graph(checkpointer=saver, tools=TOOLS)
+        assert graph.get_state(config).next == ("failure_review",)
+        out = graph.invoke(Command(resume={"action": "retry", "step": 1}), config, context=context)
+    assert out["final"]["status"] == "succeeded"
+    assert out["steps"]["2"]["attempts"] == 1  # not run again
+
+
+def test_the_cli_asks_what_to_do_after_a_failed_step(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from planexec.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    plan = plan_of(
+        {**step(1, "read_file", {"path": "folder"}), "on_failure": "ask"},  # a folder: fails
+        step(2, "list_files", {}),
+        step(3, "write_file", {"path": "copy.txt", "content": "$1.content"}),
+    )
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    common = ["run", "--plan", "plan.json", "--db", "runs.sqlite"]
+    for ws in ("ws", "ws2"):
+        (tmp_path / ws / "folder").mkdir(parents=True)
+    skipped = CliRunner().invoke(app, [*common, "--workspace", "ws"], input="y\ns\n")
+    assert "step failed: step 1 (read_file)" in skipped.output, skipped.output
+    assert "What now? r = retry" in skipped.output
+    assert "partial" in skipped.output and skipped.exit_code == 1
+    assert not (tmp_path / "ws" / "copy.txt").exists()
+
+    (tmp_path / "ws2" / "other.txt").write_text("found")
+    edited = CliRunner().invoke(
+        app, [*common, "--workspace", "ws2"], input='y\ne\n{"path": "other.txt"}\ny\n'
+    )
+    assert edited.exit_code == 0, edited.output
+    assert (tmp_path / "ws2" / "copy.txt").read_text() == "found"

@@ -473,3 +473,37 @@ def test_a_budget_given_over_the_api_is_estimated_at_approval_and_ends_the_run(s
 
     asyncio.run(scenario())
     assert not (ws / "output").exists()  # no step started
+
+
+def test_a_failed_step_asks_over_the_api_and_the_answer_is_taken(server, run_context, tmp_path):
+    context, ws = run_context
+    plan = plan_of(
+        {**step(1, "read_file", {"path": "not-there.txt"}), "on_failure": "ask"},
+        step(2, "list_files", {}),
+    )
+    context = {**context, "planner_model": one_plan_script(tmp_path / "ask.json", plan)}
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(tid, "planexec", input={"task": "read it"}, context=context)
+        asked = await client.runs.wait(
+            tid, "planexec", command={"resume": {"action": "approve"}}, context=context
+        )
+        [question] = asked["__interrupt__"]
+        assert question["value"]["type"] == "step_failure"
+        assert question["value"]["step"]["id"] == 1
+        state = await client.threads.get_state(tid)
+        assert state["next"] == ["failure_review"]
+        assert state["values"]["steps"]["2"]["status"] == "succeeded"
+        refused = await client.runs.wait(
+            tid, "planexec", command={"resume": {"action": "skip", "step": 2}}, context=context
+        )
+        assert "about step 1, not 2" in refused["__interrupt__"][0]["value"]["refused"]
+        done = await client.runs.wait(
+            tid, "planexec", command={"resume": {"action": "skip", "step": 1}}, context=context
+        )
+        return done
+
+    done = asyncio.run(scenario())
+    assert done["final"]["status"] == "partial", done["final"]

@@ -12,6 +12,7 @@ from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
 from planexec.cli.changes import same_plan
 from planexec.cli.editor import edit_plan, plan_text
+from planexec.cli.failure import answer_failure
 from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
@@ -82,6 +83,14 @@ class Reviewer:
     def answer(self, request: ApprovalRequest) -> dict[str, Any]:
         """Return the reviewer's answer to ``request`` (see :meth:`__call__`)."""
         self.activity.stop()
+        if request.get("type") == "step_failure":  # a step whose plan says on_failure: "ask"
+            try:
+                return answer_failure(self.out, dict(request), yes=self.yes)
+            except EOFError:
+                raise Paused(
+                    f"no answer on stdin; the run is paused. Continue it with: "
+                    f"planexec resume {self.thread_id}"
+                ) from None
         names = {"version": request["version"], "digest": request["digest"]}
         error, draft, self.draft = request.get("error"), self.draft, None
         try:

@@ -28,8 +28,8 @@ from langgraph.types import interrupt
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.conversation import approval_message
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import plan_digest, plan_of, topological_order
-from planexec.records import pending_record, record_key
+from planexec.plandoc import plan_digest, plan_of
+from planexec.records import records_after_edit
 from planexec.review.checks import check_names, plan_problems, step_limit
 from planexec.review.decisions import (
     AnswerRefused,
@@ -48,7 +48,6 @@ from planexec.state import (
     ProposedPlan,
     Revision,
     State,
-    StepRecord,
 )
 from planexec.tools.registry import ToolRegistry
 
@@ -148,26 +147,11 @@ def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any
     """
     digest = plan_digest(new_plan)
     old_records = state.get("steps", {})
-    old_steps = {s["id"]: s for s in plan["steps"]}
-    kept: set[int] = set()
-    records: dict[str, StepRecord] = {}
-    for step in topological_order(new_plan["steps"]):
-        rec = old_records.get(record_key(step["id"]))
-        if (
-            rec is not None
-            and rec.get("status") == "succeeded"
-            and old_steps.get(step["id"]) == step
-            and all(dep in kept for dep in step["depends_on"])
-        ):
-            kept.add(step["id"])
-            records[record_key(step["id"])] = rec
-        else:
-            records[record_key(step["id"])] = pending_record()
     return {
         **_approved(new_plan, digest, "edit"),
         "plan": new_plan,
         "proposed": ProposedPlan(version=new_plan["version"], digest=digest, by="reviewer"),
-        "steps": {record_key(s["id"]): records[record_key(s["id"])] for s in new_plan["steps"]},
+        "steps": records_after_edit(plan, new_plan, old_records),
         "revisions": [
             Revision(
                 version=plan["version"],

@@ -153,7 +153,8 @@ def decide(
                 retry.append(sid)
     note = judgement.note if judgement else ""
 
-    tolerated = _tolerated(plan["steps"], records)  # on_failure: "skip", and what it skipped
+    # on_failure: "skip" (or a reviewer's skip), and the steps skipped after them
+    tolerated = _tolerated(plan["steps"], records, set(state.get("reviewer_skipped") or []))
     failed = sorted(
         int(s)
         for s, r in records.items()
@@ -184,6 +185,10 @@ def decide(
         evaluation = Evaluation(
             decision="retry", reason=f"the judge rejected steps {retry}", retry=retry
         )
+    elif (asked := _to_ask(plan["steps"], failed, state)) is not None:
+        evaluation = Evaluation(
+            decision="ask", reason=f"step {asked} failed; its plan asks a human", retry=[asked]
+        )
     else:
         _discard_built_on(plan["steps"], records, failed)
         if state.get("replans", 0) < ctx.max_replans:
@@ -199,11 +204,33 @@ def decide(
     return {"steps": records, "evaluation": evaluation}
 
 
-def _tolerated(steps: list[StepDoc], records: dict[str, StepRecord]) -> set[int]:
-    """Return the failed ``on_failure: "skip"`` steps and the steps skipped after them."""
+MAX_ASKS_PER_STEP = 3
+"""Times one step's failure is put to a human; after that its failure is replanned around."""
+
+
+def _to_ask(steps: list[StepDoc], failed: list[int], state: State) -> int | None:
+    """Return the first failed step whose plan says ``on_failure: "ask"`` (asks left)."""
+    asks = state.get("failure_asks") or {}
+    policy = {s["id"]: s.get("on_failure") for s in steps}
+    for sid in failed:
+        if policy.get(sid) == "ask" and asks.get(record_key(sid), 0) < MAX_ASKS_PER_STEP:
+            return sid
+    return None
+
+
+def _tolerated(
+    steps: list[StepDoc], records: dict[str, StepRecord], skipped_by_reviewer: set[int]
+) -> set[int]:
+    """Return the failed steps to go on without, and the steps skipped after them.
+
+    Those are the steps whose plan says ``on_failure: "skip"`` and those a reviewer skipped.
+    """
     status = {s["id"]: records.get(record_key(s["id"]), {}).get("status") for s in steps}
     gave_up = {
-        s["id"] for s in steps if s.get("on_failure") == "skip" and status[s["id"]] == "failed"
+        s["id"]
+        for s in steps
+        if (s.get("on_failure") == "skip" or s["id"] in skipped_by_reviewer)
+        and status[s["id"]] == "failed"
     }
     after = downstream(steps, gave_up)
     return gave_up | {sid for sid in after if status[sid] == "skipped"}

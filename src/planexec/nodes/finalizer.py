@@ -54,6 +54,15 @@ def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> Fin
     plan = state.get("plan")
     records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
+    failure = state.get("failure_answer") or {}
+    if failure.get("action") == "cancel":
+        return FinalResult(
+            status="cancelled",
+            answer=f"Cancelled by the reviewer at failed step {failure.get('step')}: "
+            f"{failure.get('reason')}",
+            artifacts=[],
+            failed_steps=[],
+        )
     if approval.get("action") == "cancel":
         reason = approval.get("reason") or "no reason given"
         final = FinalResult(

@@ -138,6 +138,9 @@ def planned(state: State, result: Draft, counter: UsageCounter) -> dict[str, Any
         "evaluation": None,
         "final": None,
         "replans": 0,
+        "failure_answer": None,
+        "failure_asks": {},
+        "reviewer_skipped": [],
         "usage": counter.usage(),
     }
     if previous:

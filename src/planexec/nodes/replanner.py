@@ -13,9 +13,10 @@ from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import get_runtime
 
-from planexec import models
+from planexec import models, prompts
 from planexec.budget import BudgetExhausted, run_budget, spending, stopped
 from planexec.context import Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
@@ -51,8 +52,16 @@ def replanner_call(
     records = state.get("steps", {})
     kept_steps = keepable(plan["steps"], current_records(plan, records))
     start = Revising(plan, records, kept_steps, [s for s in plan["steps"] if s not in kept_steps])
+    messages = replanner_messages(plan, records, kept_steps, ctx.max_steps, tools)
+    hint = (
+        state.get("feedback")
+        if (state.get("failure_answer") or {}).get("action") == "replan"
+        else None
+    )
+    if hint:  # a reviewer asked for this revision at a failed step
+        messages.append(HumanMessage(prompts.REVIEWER_HINT.format(hint=hint)))
     conversation = drafting(
-        replanner_messages(plan, records, kept_steps, ctx.max_steps, tools),
+        messages,
         tools,
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
@@ -109,7 +118,8 @@ def revised(
     plan, records = start.plan, start.records
     kept_steps, lost_steps = start.kept_steps, start.lost_steps
     replans = state.get("replans", 0) + 1
-    base: dict[str, Any] = {"replans": replans, "usage": counter.usage()}
+    base: dict[str, Any] = {"replans": replans, "usage": counter.usage(), "feedback": None}
+    base |= {"failure_answer": None, "reviewer_skipped": []}  # about the replaced plan
     if result.plan is None:
         return {
             **base,

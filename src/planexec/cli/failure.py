@@ -1,0 +1,58 @@
+"""The CLI's question about a failed step whose plan says ``on_failure: "ask"``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console
+
+from planexec.cli.keys import ctrl_c_raises
+from planexec.cli.ui import styled
+
+MENU = "r = retry · e = retry with new arguments · s = skip · p = replan · c = cancel"
+WORDS = {
+    "retry": {"r", "retry"},
+    "edit": {"e", "edit"},
+    "skip": {"s", "skip"},
+    "replan": {"", "p", "replan"},
+    "cancel": {"c", "cancel", "q", "quit"},
+}
+
+
+def answer_failure(out: Console, request: dict[str, Any], *, yes: bool) -> dict[str, Any]:
+    """Show the failed step and its error; return the answer (``--yes``: replan, the default)."""
+    step = request["step"]
+    sid = step["id"]
+    out.print(
+        styled(("step failed: ", "red"), f"step {sid} ({step['tool'] or 'model'}): "),
+        str(request.get("error") or ""),
+    )
+    out.print(styled("arguments: ", json.dumps(step["args"], ensure_ascii=False)))
+    if request.get("refused"):
+        out.print(styled(("refused: ", "red"), str(request["refused"])))
+    if yes:
+        out.print(styled(("replanning", "yellow"), " (--yes: what a step without on_failure does)"))
+        return {"action": "replan", "step": sid}
+    while True:
+        with ctrl_c_raises():
+            typed = out.input(styled(("What now? ", "bold"), f"{MENU} [p]: ")).strip().lower()
+        action = next((a for a, words in WORDS.items() if typed in words), None)
+        if action in ("retry", "skip"):
+            return {"action": action, "step": sid}
+        if action == "cancel":
+            return {"action": "cancel", "step": sid, "reason": "cancelled at the prompt"}
+        if action == "replan":
+            with ctrl_c_raises():
+                hint = out.input("a hint for the replanner? (empty: none) ").strip()
+            return {"action": "replan", "step": sid, "hint": hint}
+        if action == "edit":
+            with ctrl_c_raises():
+                text = out.input("new arguments (JSON, one line): ").strip()
+            try:
+                args = json.loads(text)
+            except ValueError as exc:
+                out.print(styled(("not JSON: ", "red"), str(exc)))
+                continue
+            return {"action": "retry", "step": sid, "args": args}
+        out.print(styled(("please answer ", "yellow"), MENU))

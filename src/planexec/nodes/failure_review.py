@@ -1,0 +1,206 @@
+"""Failure review node: a human decides what follows a step that failed under ``on_failure: "ask"``.
+
+The evaluator sends the run here after a round in which such a step failed (every step that
+could run has run: independent branches finish before the question). The interrupt
+(:class:`FailureRequest`) shows the step, its error and its inputs, scrubbed of secrets like
+everything a run shows. Answers name the step and say one of:
+
+* ``{"action": "retry", "step": N}``: run it again as it is;
+* ``{"action": "retry", "step": N, "args": {...}}``: run it with these arguments. That is a new
+  plan version (validated like any edit), which the approval node approves by its policy;
+* ``{"action": "skip", "step": N}``: go on without it (steps using its output are skipped);
+* ``{"action": "replan", "step": N, "hint": "..."}``: the replanner revises the plan, told
+  the hint;
+* ``{"action": "cancel", "step": N, "reason": "..."}``: the run ends, cancelled.
+
+An answer that is malformed, names another step, or edits the arguments into an invalid plan
+is refused and asked again; each step is asked about at most
+:data:`planexec.nodes.evaluator.MAX_ASKS_PER_STEP` times.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+from typing_extensions import TypedDict
+
+from planexec.context import Context, context_of
+from planexec.nodes.evaluator import downstream
+from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.plandoc import plan_digest, plan_of
+from planexec.records import current_records, pending_record, record_key, records_after_edit
+from planexec.review.checks import step_limit
+from planexec.secrets import redact
+from planexec.state import (
+    FailureAnswer,
+    PlanDoc,
+    ProposedPlan,
+    Revision,
+    State,
+    StepDoc,
+    StepRecord,
+)
+from planexec.storable import storable_text
+from planexec.tools.registry import ToolRegistry
+
+MAX_HINT_CHARS = 2_000
+ANSWERS = (
+    'Answer {"action": "retry" | "skip" | "replan" | "cancel", "step": N}; a retry may carry '
+    '"args" (the step\'s new arguments), a replan a "hint", a cancel a "reason".'
+)
+
+
+class FailureRequest(TypedDict):
+    """The interrupt's payload (JSON): the failed step and what may be answered."""
+
+    type: Literal["step_failure"]
+    step: StepDoc
+    error: str
+    inputs: dict[str, str]
+    """What each step it depends on produced (summaries)."""
+    version: int
+    digest: str
+    asked: int
+    """How many times this step's failure has been asked about, this time included."""
+    refused: str | None
+    """Why the previous answer was refused, when this asks again."""
+    answers: str
+
+
+class Refused(ValueError):
+    """An answer that cannot be taken; the message says why."""
+
+
+def review_failure(
+    state: State, runtime: Runtime[Context], *, tools: ToolRegistry
+) -> dict[str, Any]:
+    """Ask the reviewer once what follows the failed step; apply the answer."""
+    ctx = context_of(runtime.context)
+    plan = plan_of(state)
+    evaluation = state.get("evaluation")
+    sid = (evaluation["retry"] or [0])[0] if evaluation else 0
+    step = next((s for s in plan["steps"] if s["id"] == sid), None)
+    if step is None:  # a state edit changed the plan since: let the evaluator look again
+        return {"failure_answer": None, "evaluation": None}
+    records = current_records(plan, state.get("steps") or {})
+    asks = dict(state.get("failure_asks") or {})
+    asked = asks.get(record_key(sid), 0) + 1
+    previous = state.get("failure_answer") or {}
+    answer = interrupt(
+        redact(
+            FailureRequest(
+                type="step_failure",
+                step=step,
+                error=str(records.get(record_key(sid), {}).get("error") or ""),
+                inputs={
+                    record_key(d): str(records.get(record_key(d), {}).get("summary") or "")
+                    for d in step["depends_on"]
+                },
+                version=plan["version"],
+                digest=plan_digest(plan),
+                asked=asked,
+                refused=previous.get("error") if previous.get("action") == "refused" else None,
+                answers=ANSWERS,
+            )
+        )
+    )
+    try:
+        update = _apply(state, ctx, tools, plan, step, records, answer)
+    except Refused as exc:
+        return {"failure_answer": FailureAnswer(action="refused", step=sid, error=str(exc))}
+    asks[record_key(sid)] = asked
+    return {**update, "failure_asks": asks}
+
+
+def _apply(
+    state: State,
+    ctx: Context,
+    tools: ToolRegistry,
+    plan: PlanDoc,
+    step: StepDoc,
+    records: dict[str, StepRecord],
+    answer: Any,
+) -> dict[str, Any]:
+    sid = step["id"]
+    if not isinstance(answer, dict):
+        raise Refused(f"an answer is an object. {ANSWERS}")
+    action, named = answer.get("action"), answer.get("step", sid)
+    if named != sid or isinstance(named, bool):
+        raise Refused(f"this question is about step {sid}, not {named!r}")
+    unknown = set(answer) - {"action", "step", "args", "hint", "reason"}
+    if unknown:
+        raise Refused(f"unknown field(s) {sorted(map(str, unknown))}. {ANSWERS}")
+    if action == "retry" and "args" in answer:
+        return _edited(state, ctx, tools, plan, step, answer["args"])
+    if action == "retry":
+        again = {sid} | {d for d in downstream(plan["steps"], {sid}) if _not_done(records, d)}
+        fresh = {k: (pending_record() if int(k) in again else r) for k, r in records.items()}
+        return {"steps": fresh, "failure_answer": FailureAnswer(action="retry", step=sid)}
+    if action == "skip":
+        after = downstream(plan["steps"], {sid})
+        fresh = {
+            k: (pending_record() if int(k) in after and r.get("status") == "skipped" else r)
+            for k, r in records.items()
+        }
+        skipped = sorted({*(state.get("reviewer_skipped") or []), sid})
+        return {
+            "steps": fresh,
+            "reviewer_skipped": skipped,
+            "failure_answer": FailureAnswer(action="skip", step=sid),
+        }
+    if action == "replan":
+        hint = _text(answer.get("hint", ""), "hint")
+        return {
+            "failure_answer": FailureAnswer(action="replan", step=sid, hint=hint),
+            "feedback": hint or None,
+        }
+    if action == "cancel":
+        reason = _text(answer.get("reason", ""), "reason") or "cancelled at a failed step"
+        return {"failure_answer": FailureAnswer(action="cancel", step=sid, reason=reason)}
+    raise Refused(f"unknown action {action!r}. {ANSWERS}")
+
+
+def _not_done(records: dict[str, StepRecord], sid: int) -> bool:
+    return records.get(record_key(sid), {}).get("status") in ("skipped", "failed", "pending")
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise Refused(f"the {name} is text")
+    return storable_text(value.strip(), MAX_HINT_CHARS)
+
+
+def _edited(
+    state: State, ctx: Context, tools: ToolRegistry, plan: PlanDoc, step: StepDoc, args: Any
+) -> dict[str, Any]:
+    """Make the step's new arguments a new plan version, for the approval node to approve."""
+    if not isinstance(args, dict):
+        raise Refused("args are the step's arguments, an object")
+    steps = [{**s, "args": args} if s["id"] == step["id"] else s for s in plan["steps"]]
+    try:
+        valid = validate_plan(
+            {"goal": plan["goal"], "steps": steps}, tools, max_steps=step_limit(state, ctx)
+        )
+    except PlanValidationError as exc:
+        raise Refused("the edited step makes the plan invalid: " + "; ".join(exc.errors)) from None
+    new_plan = to_doc(valid, version=plan["version"] + 1)
+    digest = plan_digest(new_plan)
+    old_records = state.get("steps") or {}
+    return {
+        "plan": new_plan,
+        "proposed": ProposedPlan(version=new_plan["version"], digest=digest, by="reviewer"),
+        "steps": records_after_edit(plan, new_plan, old_records),
+        "approval": None,
+        "approved": None,
+        "revisions": [
+            Revision(
+                version=plan["version"],
+                reason=f"step {step['id']} edited by the reviewer after it failed",
+                plan=plan,
+                outcomes=dict(old_records),
+            )
+        ],
+        "failure_answer": FailureAnswer(action="edit", step=step["id"]),
+    }
