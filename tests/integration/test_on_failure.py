@@ -321,3 +321,56 @@ def test_the_cli_asks_what_to_do_after_a_failed_step(tmp_path, monkeypatch):
     )
     assert edited.exit_code == 0, edited.output
     assert (tmp_path / "ws2" / "copy.txt").read_text() == "found"
+
+
+def test_the_question_is_a_hitl_request_chat_uis_show(use_models, ctx):
+    graph, config, context, out = asked(use_models, ctx)
+    request = out["__interrupt__"][0].value
+    [action] = request["action_requests"]
+    assert action["name"] == "retry_failed_step" and action["args"] == {"args": {"text": "first"}}
+    assert request["review_configs"][0]["allowed_decisions"] == ["approve", "edit", "reject"]
+    assert request["action_request"]["action"] == "retry_failed_step"
+    assert "**Step 1 failed**" in request["description"]
+
+
+@pytest.mark.parametrize(
+    "answer, status",
+    [
+        ({"decisions": [{"type": "approve"}]}, "succeeded"),
+        ([{"type": "accept", "args": None}], "succeeded"),
+        ({"decisions": [{"type": "reject", "message": "skip"}]}, "partial"),
+        ({"decisions": [{"type": "reject"}]}, "cancelled"),
+        ([{"type": "ignore", "args": None}], "cancelled"),
+        ({"decisions": [{"type": "reject", "message": "use echo instead"}]}, "succeeded"),
+    ],
+)
+def test_hitl_answers_are_read_like_planexecs_own(use_models, ctx, answer, status):
+    graph, config, context, _ = asked(use_models, ctx, fails=1)
+    out = graph.invoke(Command(resume=answer), config, context=context)
+    assert out["final"]["status"] == status, out["final"]
+
+
+def test_a_hitl_edit_of_the_args_retries_with_them_after_approval(use_models, ctx):
+    graph, config, context, _ = asked(use_models, ctx, fails=1)
+    edit = {
+        "decisions": [
+            {
+                "type": "edit",
+                "edited_action": {"name": "retry_failed_step", "args": {"args": '{"text": "hi"}'}},
+            }
+        ]
+    }
+    shown = graph.invoke(Command(resume=edit), config, context=context)
+    assert shown["__interrupt__"][0].value["plan"]["steps"][0]["args"] == {"text": "hi"}
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+    assert out["steps"]["3"]["output"] == "uses hi"
+
+
+def test_the_description_shows_an_error_as_text_not_markdown(use_models, ctx):
+    from planexec.review.failure import describe_failure
+
+    text = describe_failure(
+        step(1, "echo", {"text": "[x](http://e.example)"}), "![a](http://e.example/i.png)"
+    )
+    assert "![a]" not in text and "\\!\\[a\\]" in text
+    assert "[x](" not in text

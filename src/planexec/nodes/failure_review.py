@@ -20,18 +20,27 @@ is refused and asked again; each step is asked about at most
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from typing_extensions import TypedDict
 
 from planexec.context import Context, context_of
 from planexec.nodes.evaluator import downstream
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key, records_after_edit
+from planexec.review import hitl
 from planexec.review.checks import step_limit
+from planexec.review.failure import (
+    ACTION,
+    ANSWERS,
+    MAX_HINT_CHARS,
+    FailureRequest,
+    Refused,
+    describe_failure,
+    from_hitl,
+)
 from planexec.secrets import redact
 from planexec.state import (
     FailureAnswer,
@@ -44,33 +53,6 @@ from planexec.state import (
 )
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
-
-MAX_HINT_CHARS = 2_000
-ANSWERS = (
-    'Answer {"action": "retry" | "skip" | "replan" | "cancel", "step": N}; a retry may carry '
-    '"args" (the step\'s new arguments), a replan a "hint", a cancel a "reason".'
-)
-
-
-class FailureRequest(TypedDict):
-    """The interrupt's payload (JSON): the failed step and what may be answered."""
-
-    type: Literal["step_failure"]
-    step: StepDoc
-    error: str
-    inputs: dict[str, str]
-    """What each step it depends on produced (summaries)."""
-    version: int
-    digest: str
-    asked: int
-    """How many times this step's failure has been asked about, this time included."""
-    refused: str | None
-    """Why the previous answer was refused, when this asks again."""
-    answers: str
-
-
-class Refused(ValueError):
-    """An answer that cannot be taken; the message says why."""
 
 
 def review_failure(
@@ -88,12 +70,20 @@ def review_failure(
     asks = dict(state.get("failure_asks") or {})
     asked = asks.get(record_key(sid), 0) + 1
     previous = state.get("failure_answer") or {}
+    error = str(records.get(record_key(sid), {}).get("error") or "")
     answer = interrupt(
         redact(
             FailureRequest(
+                **hitl.requests(
+                    plan,
+                    describe_failure(step, error),
+                    can_approve=True,
+                    action=ACTION,
+                    args={"args": step["args"]},
+                ),
                 type="step_failure",
                 step=step,
-                error=str(records.get(record_key(sid), {}).get("error") or ""),
+                error=error,
                 inputs={
                     record_key(d): str(records.get(record_key(d), {}).get("summary") or "")
                     for d in step["depends_on"]
@@ -124,6 +114,7 @@ def _apply(
     answer: Any,
 ) -> dict[str, Any]:
     sid = step["id"]
+    answer = from_hitl(answer, sid)
     if not isinstance(answer, dict):
         raise Refused(f"an answer is an object. {ANSWERS}")
     action, named = answer.get("action"), answer.get("step", sid)

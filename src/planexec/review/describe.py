@@ -82,6 +82,11 @@ def _one_line(text: str, limit: int) -> str:
     return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
 
 
+def escaped(text: str, limit: int) -> str:
+    """Return ``text`` as plain Markdown text: one line, markup escaped, cut at ``limit``."""
+    return _cell(text, limit)
+
+
 def _cell(text: str, limit: int) -> str:
     """``text`` as plain text in one Markdown table cell: one line, markup escaped, cut."""
     return MARKUP.sub(r"\\\1", _one_line(text, limit))

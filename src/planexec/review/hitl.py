@@ -48,16 +48,23 @@ def plan_args(plan: PlanDoc) -> dict[str, Any]:
     return {"goal": plan["goal"], "steps": plan["steps"]}
 
 
-def requests(plan: PlanDoc, description: str, *, can_approve: bool) -> HitlFields:
-    """Build both UIs' requests for one action, :data:`ACTION`, whose args are the plan."""
-    args = plan_args(plan)
+def requests(
+    plan: PlanDoc,
+    description: str,
+    *,
+    can_approve: bool,
+    action: str = ACTION,
+    args: dict[str, Any] | None = None,
+) -> HitlFields:
+    """Build both UIs' requests for one action (:data:`ACTION`: its args are the plan)."""
+    args = plan_args(plan) if args is None else args
     allowed: list[DecisionType] = (
         ["approve", "edit", "reject"] if can_approve else ["edit", "reject"]
     )
     return HitlFields(
-        action_requests=[ActionRequest(name=ACTION, args=args, description=description)],
-        review_configs=[ReviewConfig(action_name=ACTION, allowed_decisions=allowed)],
-        action_request=LegacyActionRequest(action=ACTION, args=args),
+        action_requests=[ActionRequest(name=action, args=args, description=description)],
+        review_configs=[ReviewConfig(action_name=action, allowed_decisions=allowed)],
+        action_request=LegacyActionRequest(action=action, args=args),
         config=HumanInterruptConfig(
             allow_accept=can_approve, allow_edit=True, allow_respond=True, allow_ignore=True
         ),
@@ -65,7 +72,7 @@ def requests(plan: PlanDoc, description: str, *, can_approve: bool) -> HitlField
     )
 
 
-def planexec_answer(answer: Any) -> Any:
+def planexec_answer(answer: Any, action: str = ACTION) -> Any:
     """Read a v1 or legacy human-in-the-loop answer into planexec's; others pass unchanged.
 
     v1: approve; edit (the edited args are the plan); reject with a message (= reject with
@@ -80,13 +87,13 @@ def planexec_answer(answer: Any) -> Any:
         decisions = answer["decisions"]
         if not isinstance(decisions, list) or len(decisions) != 1:
             raise HitlAnswerError("give exactly one decision: the request has one action")
-        return _decision(decisions[0], V1_KEYS)
+        return _decision(decisions[0], V1_KEYS, action)
     if isinstance(answer, list) and answer and all(isinstance(a, dict) for a in answer):
         if len(answer) != 1:
             raise HitlAnswerError("give exactly one response: the request has one action")
-        return _decision(answer[0], LEGACY_KEYS)
+        return _decision(answer[0], LEGACY_KEYS, action)
     if isinstance(answer, dict) and "type" in answer and "action" not in answer:
-        return _decision(answer, V1_KEYS | LEGACY_KEYS)
+        return _decision(answer, V1_KEYS | LEGACY_KEYS, action)
     return answer
 
 
@@ -104,7 +111,7 @@ LEGACY_KEYS = {
 }
 
 
-def _decision(decision: Any, keys: dict[str, set[str]]) -> dict[str, Any]:
+def _decision(decision: Any, keys: dict[str, set[str]], action: str) -> dict[str, Any]:
     if not isinstance(decision, dict):
         raise HitlAnswerError("a decision is an object with a 'type'")
     kind = decision.get("type")
@@ -121,7 +128,7 @@ def _decision(decision: Any, keys: dict[str, set[str]]) -> dict[str, Any]:
         names = {k: named[k] for k in NAMES if isinstance(named, dict) and k in named}
         return {"action": "approve", **names}
     if kind == "edit":
-        return {"action": "edit", "plan": _edited_plan(decision)}
+        return {"action": "edit", "plan": _edited_plan(decision, action)}
     if kind == "ignore":
         return {"action": "cancel", "reason": "ignored"}
     text = decision.get("message" if kind == "reject" else "args")
@@ -132,7 +139,7 @@ def _decision(decision: Any, keys: dict[str, set[str]]) -> dict[str, Any]:
     return {"action": "reject", "feedback": text}
 
 
-def _edited_plan(decision: dict[str, Any]) -> dict[str, Any]:
+def _edited_plan(decision: dict[str, Any], expected: str) -> dict[str, Any]:
     """Return the plan in an edit (v1 ``edited_action``, legacy ``args``), JSON text read."""
     if "edited_action" in decision:
         action = decision["edited_action"]
@@ -142,8 +149,8 @@ def _edited_plan(decision: dict[str, Any]) -> dict[str, Any]:
         name_key, args_key = "action", "args"
     if not isinstance(action, dict) or not isinstance(action.get(args_key), dict):
         raise HitlAnswerError("an edit needs the edited action: {name, args}")
-    if action.get(name_key, ACTION) != ACTION:
-        raise HitlAnswerError(f"an edit cannot change the action: it is {ACTION!r}")
+    if action.get(name_key, expected) != expected:
+        raise HitlAnswerError(f"an edit cannot change the action: it is {expected!r}")
     plan = dict(action[args_key])
     if isinstance(plan.get("steps"), str):  # Agent Chat UI sends an edited field as its text
         plan["steps"] = json_text(plan["steps"], "the edited steps")
