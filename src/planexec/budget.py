@@ -91,6 +91,7 @@ ROLE_MODELS = {
     "replanner": "planner_model",
     "executor": "executor_model",
     "evaluator": "evaluator_model",
+    "memory": "executor_model",  # adapts a remembered plan
 }
 """The context field naming each role's model (the replanner uses the planner's)."""
 

@@ -151,6 +151,14 @@ class Context:
     max_executor_turns: Positive = field(
         default=6, metadata={"description": "Model turns of a step that has no tool."}
     )
+    plan_memory: StrictBool | None = field(
+        default=None,
+        metadata={
+            "description": "Reuse the approved plans of similar tasks (kept in the graph's "
+            "store, when it has one) and keep this run's plan when it succeeds. Off: memory is "
+            "neither read nor written. Unset: $PLANEXEC_PLAN_MEMORY (on/off), else on."
+        },
+    )
     max_tokens: Count | None = field(
         default=None,
         metadata={
@@ -189,6 +197,9 @@ class Context:
         for f in dataclasses.fields(self):
             if f.name.endswith("_model") and getattr(self, f.name) == f.default:
                 setattr(self, f.name, os.environ.get(f"PLANEXEC_{f.name.upper()}", f.default))
+        if self.plan_memory is None:
+            setting = os.environ.get("PLANEXEC_PLAN_MEMORY", "on").strip().lower()
+            self.plan_memory = setting not in {"off", "0", "false", "no"}
         check_context(self)
         if self.max_cost is not None:
             from planexec.budget import unpriced_models

@@ -62,7 +62,7 @@ class ProposedPlan(TypedDict, total=False):
 
     version: int
     digest: str
-    by: Literal["planner", "replanner", "reviewer"]
+    by: Literal["planner", "replanner", "reviewer", "memory"]
     base: str
     added: list[int]
 
@@ -241,6 +241,8 @@ class State(TypedDict):
     usage: NotRequired[Annotated[dict[str, RoleUsage], add_usage]]
     busy_seconds: NotRequired[Annotated[float, operator.add]]
     """Working time of the run's nodes (not its waits for a human), for the time budget."""
+    plan_origin: NotRequired[dict[str, str] | None]
+    """Where plan memory took the current plan from (:class:`planexec.memory.recall.PlanOrigin`)."""
     failure_answer: NotRequired[FailureAnswer | None]
     """The latest answer about a failed step whose plan said ``on_failure: "ask"``."""
     failure_asks: NotRequired[dict[str, int]]

@@ -33,7 +33,9 @@ def server_folder(tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(server_folder, server_root):
     log = server_folder / "langgraph-dev.log"
-    with langgraph_dev(log, {"PLANEXEC_WORKSPACE_ROOT": str(server_root)}) as url:
+    # plan memory off unless a test's context turns it on: the tests share the server's store
+    env = {"PLANEXEC_WORKSPACE_ROOT": str(server_root), "PLANEXEC_PLAN_MEMORY": "off"}
+    with langgraph_dev(log, env) as url:
         yield url
 
 
@@ -507,3 +509,30 @@ def test_a_failed_step_asks_over_the_api_and_the_answer_is_taken(server, run_con
 
     done = asyncio.run(scenario())
     assert done["final"]["status"] == "partial", done["final"]
+
+
+def test_plan_memory_uses_the_servers_store(server, run_context, tmp_path):
+    """On LangGraph Server the platform's store keeps the templates: a second thread with a
+    task of the same shape gets the first thread's approved plan, with no planner call."""
+    context, ws = run_context
+    context = {**context, "plan_memory": True}
+    task = f"Analyze sales.csv and chart revenue for shop {uuid.uuid4().hex[:6]}"
+
+    async def scenario():
+        client = get_client(url=server)
+        first = (await client.threads.create())["thread_id"]
+        await client.runs.wait(first, "planexec", input={"task": task}, context=context)
+        done = await client.runs.wait(
+            first, "planexec", command={"resume": {"action": "approve"}}, context=context
+        )
+        assert done["final"]["status"] == "succeeded", done["final"]
+        second = (await client.threads.create())["thread_id"]
+        again = {**context, "planner_model": "scripted:/nonexistent/no-planner-call.json"}
+        asked = await client.runs.wait(
+            second, "planexec", input={"task": task.replace("revenue", "quantity")}, context=again
+        )
+        return first, asked["__interrupt__"][0]["value"]
+
+    first, request = asyncio.run(scenario())
+    assert request["origin"] == "memory" and request["memory"]["run"] == first
+    assert request["memory"]["changes"] == ["revenue → quantity"]

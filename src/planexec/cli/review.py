@@ -17,6 +17,7 @@ from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.review.estimate import estimate_lines
+from planexec.review.request import memory_lines
 from planexec.runs import ApprovalRequest
 
 ANSWERS = {
@@ -32,6 +33,7 @@ ORIGINS = {
     "replanner": "revised by the replanner after failures",
     "reviewer": "your edit",
     "state edit": "given as a plan, not planned",
+    "memory": "adapted from an approved plan of a similar task",
 }
 
 
@@ -129,6 +131,8 @@ class Reviewer:
         if request.get("side_effect_tools"):
             tools = ", ".join(map(str, request["side_effect_tools"]))
             self.out.print(styled("tools that write or send: ", tools))
+        for line in memory_lines(request.get("memory")):
+            self.out.print(line)
         found = request.get("estimate")
         if found:
             for line in estimate_lines(found):

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
+from langgraph.config import get_config
+from langgraph.runtime import get_runtime
+
+from planexec.context import Context, context_of
 from planexec.conversation import answer_message
+from planexec.memory import PlanMemory
 from planexec.outputs import OutputFileError, OutputStore, output_of
 from planexec.records import current_records, record_key
 from planexec.state import FinalResult, FinalStatus, State, StepDoc
 from planexec.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
 
 
 def _artifacts(
@@ -46,6 +54,8 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
     stop = state.get("budget_stop")
     if stop and final["status"] != "succeeded":  # a spent budget ended it: say which
         final["budget"] = stop
+    if final["status"] == "succeeded":
+        remember_plan(state)
     return {"final": final, "messages": [answer_message(final)]}
 
 
@@ -130,3 +140,17 @@ def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> Fin
     return FinalResult(
         status=status, answer="\n".join(lines), artifacts=artifacts, failed_steps=failed
     )
+
+
+def remember_plan(state: State) -> None:
+    """Keep the approved plan of a run that succeeded as a template (plan memory, if on)."""
+    runtime = get_runtime(Context)
+    ctx = context_of(runtime.context)
+    plan, approved = state.get("plan"), state.get("approved")
+    if not (ctx.plan_memory and runtime.store is not None and plan and approved):
+        return
+    thread = str(get_config().get("configurable", {}).get("thread_id", ""))
+    try:
+        PlanMemory(runtime.store).remember(state["task"], dict(plan), thread)
+    except Exception:  # memory never fails a run
+        log.warning("could not keep the plan in plan memory", exc_info=True)

@@ -12,9 +12,10 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
-from planexec.budget import BudgetExhausted, run_budget, spending, stopped
+from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopped
 from planexec.context import Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
+from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
 from planexec.plan import to_doc
 from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
@@ -73,13 +74,36 @@ def plan(
     sandbox: Sandbox,
     chat_models: models.ChatModels,
 ) -> dict[str, Any]:
-    """Ask the planner model for a plan (sync runs); invalid drafts are repaired (bounded)."""
-    ctx = context_of(get_runtime(Context).context)
+    """Ask the planner model for a plan (sync runs); invalid drafts are repaired (bounded).
+
+    Plan memory comes first: a template of the task's shape gives the plan with no model call,
+    a similar one is adapted by the cheap model (:mod:`planexec.memory.recall`).
+    """
+    runtime = get_runtime(Context)
+    ctx = context_of(runtime.context)
+    budget = run_budget(state, ctx)
+    found = recall(state, ctx, runtime.store)
+    if found is not None:
+        remembered = filled_plan(found, tools, ctx)
+        memory_counter = UsageCounter("memory")
+        if remembered is None and found.how == "similar":
+            model = chat_models.for_role("executor", ctx.executor_model)
+            config = memory_counter.config(models.internal_call("plan memory model"))
+            try:
+                with spending(budget):
+                    draft = draft_plan(model, adapting(found, state["task"], tools, ctx), config)
+            except BudgetExhausted as exc:
+                return stopped(exc.stop, budget, memory_counter)
+            except Exception:  # memory never fails a run: the planner plans
+                draft = Draft(plan=None, errors=[])
+            if draft.plan is not None:
+                remembered = FromMemory(draft.plan, origin_of(found, draft.plan))
+        if remembered is not None:
+            return remembered_update(state, remembered, memory_counter, budget)
     counter = UsageCounter("planner")
     model, conversation = planner_call(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
-    budget = run_budget(state, ctx)
     try:
         with spending(budget):
             budget.check()
@@ -98,13 +122,33 @@ async def aplan(
     chat_models: models.ChatModels,
 ) -> dict[str, Any]:
     """Ask the planner model for a plan (async runs: ``ainvoke``, the LangGraph server)."""
-    ctx = context_of(get_runtime(Context).context)
+    runtime = get_runtime(Context)
+    ctx = context_of(runtime.context)
+    budget = run_budget(state, ctx)
+    found = await asyncio.to_thread(recall, state, ctx, runtime.store)  # the store may block
+    if found is not None:
+        remembered = filled_plan(found, tools, ctx)
+        memory_counter = UsageCounter("memory")
+        if remembered is None and found.how == "similar":
+            model = await asyncio.to_thread(chat_models.for_role, "executor", ctx.executor_model)
+            config = memory_counter.config(models.internal_call("plan memory model"))
+            try:
+                with spending(budget):
+                    conversation = adapting(found, state["task"], tools, ctx)
+                    draft = await adraft_plan(model, conversation, config)
+            except BudgetExhausted as exc:
+                return stopped(exc.stop, budget, memory_counter)
+            except Exception:  # memory never fails a run: the planner plans
+                draft = Draft(plan=None, errors=[])
+            if draft.plan is not None:
+                remembered = FromMemory(draft.plan, origin_of(found, draft.plan))
+        if remembered is not None:
+            return remembered_update(state, remembered, memory_counter, budget)
     counter = UsageCounter("planner")
     model, conversation = await asyncio.to_thread(  # lists the workspace, may load a model
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
     config = counter.config(models.internal_call("planner model"))
-    budget = run_budget(state, ctx)
     try:
         with spending(budget):
             budget.check()
@@ -112,6 +156,15 @@ async def aplan(
     except BudgetExhausted as exc:
         return stopped(exc.stop, budget, counter)
     return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
+
+
+def remembered_update(
+    state: State, remembered: FromMemory, counter: UsageCounter, budget: Budget
+) -> dict[str, Any]:
+    """Return the state update of a plan memory made: a new plan, shown for approval."""
+    update = planned(state, Draft(plan=remembered.plan, errors=[]), counter)
+    update["proposed"] = {**update["proposed"], "by": "memory"}
+    return {**update, "plan_origin": remembered.origin, "busy_seconds": budget.elapsed()}
 
 
 def planned(state: State, result: Draft, counter: UsageCounter) -> dict[str, Any]:
@@ -139,6 +192,7 @@ def planned(state: State, result: Draft, counter: UsageCounter) -> dict[str, Any
         "final": None,
         "replans": 0,
         "failure_answer": None,
+        "plan_origin": None,
         "failure_asks": {},
         "reviewer_skipped": [],
         "usage": counter.usage(),

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+from typing import Any, Literal
 
 from planexec.context import Context
 from planexec.plandoc import plan_tools
@@ -35,6 +36,8 @@ class ApprovalRequest(HitlFields):
     answers: str
     estimate: Estimate
     """Model calls, tokens and cost spent so far and expected for the plan; its slowest chain."""
+    memory: dict[str, Any] | None
+    """Where plan memory took the plan from (run, task, how, changes), when it did."""
 
 
 def approval_request(
@@ -55,17 +58,38 @@ def approval_request(
         plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge
     )
     found = estimate(state, plan, tools, ctx)
-    description = describe.describe(plan, side_effects, calls, problems, estimate_lines(found))
+    origin_of_plan = proposed["by"] if proposed and proposed["digest"] == digest else "state edit"
+    by_memory = proposed is not None and proposed.get("by") == "memory"
+    memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
+    lines = [*memory_lines(memory), *estimate_lines(found)]
+    description = describe.describe(plan, side_effects, calls, problems, lines)
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",
         plan=plan,
         version=plan["version"],
         digest=digest,
-        origin=proposed["by"] if proposed and proposed["digest"] == digest else "state edit",
+        origin=origin_of_plan,
         side_effect_tools=side_effects,
         problems=problems,
         error=error,
         answers=SHAPES,
         estimate=found,
+        memory=memory,
     )
+
+
+def memory_lines(origin: dict[str, Any] | None) -> list[str]:
+    """Say where plan memory took the plan from and what it changed (none: not from memory)."""
+    if not origin:
+        return []
+    how = (
+        "the task's values put in, no model call"
+        if origin.get("how") == "same shape"
+        else "adapted by the cheap model"
+    )
+    changes = "; ".join(map(str, origin.get("changes") or [])) or "none"
+    return [
+        f"Adapted from the plan of run {origin.get('run')} for the task "
+        f"{json.dumps(origin.get('task'), ensure_ascii=False)} ({how}). Changes: {changes}."
+    ]

@@ -49,6 +49,7 @@ class ApprovalRequest(TypedDict, total=False):
     problems: list[str]
     side_effect_tools: list[str]
     estimate: Estimate
+    memory: dict[str, Any] | None
 
 
 OnEvent = Callable[[StepEvent], object]
