@@ -374,3 +374,13 @@ def test_the_description_shows_an_error_as_text_not_markdown(use_models, ctx):
     )
     assert "![a]" not in text and "\\!\\[a\\]" in text
     assert "[x](" not in text
+
+
+def test_a_plan_edited_into_state_at_the_question_goes_back_to_approval(use_models, ctx):
+    graph, config, context, _ = asked(use_models, ctx)
+    cyclic = plan_of(step(1, "echo", {"text": "$2"}, [2]), step(2, "echo", {"text": "$1"}, [1]))
+    graph.update_state(config, {"plan": {**cyclic, "version": 1}})
+    out = graph.invoke(Command(resume={"action": "retry", "step": 1}), config, context=context)
+    request = out["__interrupt__"][0].value
+    assert request["type"] == "plan_approval" and request["problems"], request
+    assert graph.get_state(config).next == ("approval",)

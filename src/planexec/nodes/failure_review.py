@@ -27,6 +27,7 @@ from langgraph.types import interrupt
 
 from planexec.context import Context, context_of
 from planexec.nodes.evaluator import downstream
+from planexec.nodes.executor import approval_problem
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key, records_after_edit
@@ -64,8 +65,8 @@ def review_failure(
     evaluation = state.get("evaluation")
     sid = (evaluation["retry"] or [0])[0] if evaluation else 0
     step = next((s for s in plan["steps"] if s["id"] == sid), None)
-    if step is None:  # a state edit changed the plan since: let the evaluator look again
-        return {"failure_answer": None, "evaluation": None}
+    if step is None or approval_problem(state):  # a state edit changed the plan since:
+        return {"failure_answer": None, "evaluation": None}  # the executor sends it to approval
     records = current_records(plan, state.get("steps") or {})
     asks = dict(state.get("failure_asks") or {})
     asked = asks.get(record_key(sid), 0) + 1

@@ -12,6 +12,7 @@ declares none count 0, and the estimate says how many of them there were.
 from __future__ import annotations
 
 import json
+from graphlib import CycleError
 
 from typing_extensions import TypedDict
 
@@ -135,7 +136,11 @@ def _cost(tokens_in: int, tokens_out: int, price: ModelPrice) -> float:
 
 def _slowest_chain(plan: PlanDoc, tools: ToolRegistry) -> TimeEstimate:
     best: dict[int, tuple[float, list[int]]] = {}
-    for step in topological_order(plan["steps"]):
+    try:
+        ordered = topological_order(plan["steps"])
+    except CycleError:  # an invalid plan edited into state: the approval shows why, not a time
+        return TimeEstimate(chain=[], seconds=0.0, undeclared=0)
+    for step in ordered:
         own = tools.typical_seconds(step["tool"]) or 0.0
         before = max((best[d] for d in step["depends_on"] if d in best), default=(0.0, []))
         best[step["id"]] = (before[0] + own, [*before[1], step["id"]])
