@@ -76,10 +76,8 @@ async def async_sqlite_saver(path: str | Path) -> AsyncIterator[AsyncSqliteSaver
 def postgres_saver(url: str) -> Iterator[PostgresSaver]:
     """Open a PostgreSQL checkpointer for sync use, creating its tables if needed."""
     with PostgresSaver.from_conn_string(url) as saver:
-        with psycopg.connect(url, autocommit=True) as turn:  # the lock's own session
-            while not _granted(turn.execute(TRY_LOCK, (SETUP_LOCK_KEY,)).fetchone()):
-                time.sleep(SETUP_POLL_SECONDS)
-            saver.setup()  # the lock goes with the session when it closes
+        with setup_turn(url):
+            saver.setup()
         yield saver
 
 
@@ -87,11 +85,27 @@ def postgres_saver(url: str) -> Iterator[PostgresSaver]:
 async def async_postgres_saver(url: str) -> AsyncIterator[AsyncPostgresSaver]:
     """Open a PostgreSQL checkpointer for async use, creating its tables if needed."""
     async with AsyncPostgresSaver.from_conn_string(url) as saver:
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as turn:
-            while not _granted(await (await turn.execute(TRY_LOCK, (SETUP_LOCK_KEY,))).fetchone()):
-                await asyncio.sleep(SETUP_POLL_SECONDS)
+        async with asetup_turn(url):
             await saver.setup()
         yield saver
+
+
+@contextmanager
+def setup_turn(url: str) -> Iterator[None]:
+    """Hold the setup lock of the PostgreSQL database ``url`` (waiting for it by polling)."""
+    with psycopg.connect(url, autocommit=True) as turn:  # the lock's own session
+        while not _granted(turn.execute(TRY_LOCK, (SETUP_LOCK_KEY,)).fetchone()):
+            time.sleep(SETUP_POLL_SECONDS)
+        yield  # the lock goes with the session when it closes
+
+
+@asynccontextmanager
+async def asetup_turn(url: str) -> AsyncIterator[None]:
+    """Hold the setup lock of the PostgreSQL database ``url`` (async callers)."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as turn:
+        while not _granted(await (await turn.execute(TRY_LOCK, (SETUP_LOCK_KEY,))).fetchone()):
+            await asyncio.sleep(SETUP_POLL_SECONDS)
+        yield
 
 
 def _granted(row: tuple[object, ...] | None) -> bool:

@@ -165,3 +165,44 @@ def test_templates_can_be_listed_read_and_deleted(use_models, ctx, workspace, tm
         assert memory.get(key) == template
         assert memory.delete(key) is True and memory.items() == []
         assert memory.delete(key) is False
+
+
+def test_the_cli_reuses_plans_and_lists_shows_and_deletes_them(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from planexec.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    (tmp_path / "planner.json").write_text(
+        json.dumps([{"tool_calls": [{"name": "Plan", "args": sales_plan()}]}])
+    )
+    shutil.copy(EXAMPLES / "sales.csv", tmp_path / "sales.csv")
+    common = ["--db", "runs.sqlite"]
+    first = CliRunner().invoke(
+        app,
+        ["run", TASK, "--data", "sales.csv", "--workspace", "ws", "--yes", *common,
+         "--planner-model", f"scripted:{tmp_path / 'planner.json'}"],
+    )  # fmt: skip
+    assert first.exit_code == 0, first.output
+    listed = CliRunner().invoke(app, ["plans", *common, "--json"])
+    [template] = json.loads(listed.stdout)
+    assert template["task"] == TASK
+
+    (tmp_path / "empty.json").write_text("[]")  # a planner call would fail
+    again = CliRunner().invoke(
+        app,
+        ["run", TASK.replace("revenue", "quantity"), "--data", "sales.csv", "--workspace", "ws2",
+         "--yes", *common, "--planner-model", f"scripted:{tmp_path / 'empty.json'}"],
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert "adapted from an approved plan of a similar task" in again.output
+    assert "Changes: revenue → quantity." in again.output
+
+    shown = CliRunner().invoke(app, ["plans", "show", template["key"], *common])
+    newest = TASK.replace("revenue", "quantity")  # a run of the same shape replaced it
+    assert json.loads(shown.stdout)["task"] == newest
+    gone = CliRunner().invoke(app, ["plans", "delete", template["key"], *common])
+    assert gone.exit_code == 0 and "deleted" in gone.output
+    missing = CliRunner().invoke(app, ["plans", "delete", template["key"], *common])
+    assert missing.exit_code == 2 and "no plan template" in missing.output

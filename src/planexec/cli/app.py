@@ -7,7 +7,7 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
@@ -112,6 +112,24 @@ def threads(
     from planexec.cli.guard import guard
 
     guard(actions.threads(actions.database(db), limit, actions.Session(as_json=as_json)))
+
+
+@app.command()
+def plans(
+    action: Annotated[
+        str, typer.Argument(help="list, show KEY or delete KEY", metavar="[list|show|delete]")
+    ] = "list",
+    key: Annotated[str | None, typer.Argument(help="The template's key.", metavar="KEY")] = None,
+    db: o.DbOption = None,
+    as_json: o.JsonOption = False,
+) -> None:
+    """List, show or delete plan memory's templates (approved plans that ran well)."""
+    from planexec.cli import actions
+    from planexec.cli.guard import guard
+    from planexec.cli.plans import plans as run_plans
+
+    session = actions.Session(as_json=as_json)
+    guard(run_plans(actions.database(db), action, key, session))
 
 
 @app.command()

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 
 import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from planexec.errors import PlanexecError
 from planexec.persistence import (
@@ -20,6 +21,12 @@ from planexec.persistence import (
     sqlite_saver,
 )
 from planexec.secrets import mask_urls, register_url_secrets
+from planexec.stores import (
+    async_postgres_store,
+    async_sqlite_store,
+    postgres_store,
+    sqlite_store,
+)
 
 OPEN_ERRORS = (ImportError, OSError, sqlite3.Error, psycopg.Error)
 
@@ -102,3 +109,31 @@ async def aopen_saver(db: str) -> AsyncIterator[BaseCheckpointSaver[Any]]:
         except OPEN_ERRORS as exc:
             _cannot_open(db, exc)
         yield saver
+
+
+@contextmanager
+def open_store(db: str) -> Iterator[BaseStore]:
+    """Open the LangGraph store in ``db`` (plan memory's templates) for sync use."""
+    try:
+        with (
+            postgres_store(postgres_conninfo(db)) if is_postgres(db) else sqlite_store(db)
+        ) as store:
+            yield store
+    except OPEN_ERRORS as exc:
+        _cannot_open(db, exc)
+
+
+@asynccontextmanager
+async def aopen_store(db: str) -> AsyncIterator[BaseStore]:
+    """Open the LangGraph store in ``db`` (plan memory's templates) for async use."""
+    async with AsyncExitStack() as stack:
+        try:
+            opened = (
+                async_postgres_store(postgres_conninfo(db))
+                if is_postgres(db)
+                else async_sqlite_store(db)
+            )
+            store = await stack.enter_async_context(opened)
+        except OPEN_ERRORS as exc:
+            _cannot_open(db, exc)
+        yield store

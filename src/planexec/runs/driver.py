@@ -8,11 +8,12 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from planexec.admission import PlanexecGraph
 from planexec.context import ApprovalPolicy, Context
 from planexec.graph import build_graph
-from planexec.runs.db import RunError, aopen_saver, open_saver, redact
+from planexec.runs.db import RunError, aopen_saver, aopen_store, open_saver, open_store, redact
 from planexec.runs.reading import (
     LISTED,
     asaved_settings,
@@ -52,9 +53,14 @@ class Runs:
         db: str | None = None,
         tools: ToolRegistry | None = None,
         approval: ApprovalPolicy | None = None,
+        store: BaseStore | None = None,
     ) -> None:
-        """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces)."""
+        """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces).
+
+        ``store`` keeps plan memory's templates (:mod:`planexec.memory`); none: no memory.
+        """
         self.checkpointer, self.db, self.tools, self.approval = checkpointer, db, tools, approval
+        self.store = store
         self._graphs: dict[tuple[Sandbox | None, str | None], PlanexecGraph] = {}
 
     @classmethod
@@ -62,9 +68,12 @@ class Runs:
     def open(
         cls, db: str, *, tools: ToolRegistry | None = None, approval: ApprovalPolicy | None = None
     ) -> Iterator[Runs]:
-        """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods."""
-        with open_saver(db) as saver:
-            yield cls(saver, db=db, tools=tools, approval=approval)
+        """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods.
+
+        Its checkpoints keep the runs, its store plan memory's templates.
+        """
+        with open_saver(db) as saver, open_store(db) as store:
+            yield cls(saver, db=db, tools=tools, approval=approval, store=store)
 
     @classmethod
     @asynccontextmanager
@@ -72,8 +81,8 @@ class Runs:
         cls, db: str, *, tools: ToolRegistry | None = None, approval: ApprovalPolicy | None = None
     ) -> AsyncIterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the async methods."""
-        async with aopen_saver(db) as saver:
-            yield cls(saver, db=db, tools=tools, approval=approval)
+        async with aopen_saver(db) as saver, aopen_store(db) as store:
+            yield cls(saver, db=db, tools=tools, approval=approval, store=store)
 
     def graph(
         self, sandbox: Sandbox | None = None, context: Context | None = None
@@ -86,7 +95,11 @@ class Runs:
         key = (sandbox, approval)
         if key not in self._graphs:
             self._graphs[key] = build_graph(
-                self.checkpointer, tools=self.tools, sandbox=sandbox, approval=approval
+                self.checkpointer,
+                tools=self.tools,
+                sandbox=sandbox,
+                approval=approval,
+                store=self.store,
             )
         return self._graphs[key]
 
