@@ -56,9 +56,9 @@ class Pace:
 
 @dataclass(frozen=True)
 class Usage:
-    """The token counts every reply reports (output tokens: counted when None)."""
+    """The token counts every reply reports (counted from the request or reply when None)."""
 
-    prompt_tokens: int = 123
+    prompt_tokens: int | None = 123
     completion_tokens: int | None = 45
 
 
@@ -79,8 +79,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pieces = token_pieces(_text_of(message))
         usage = self.server.usage
         completion = usage.completion_tokens
+        prompt = usage.prompt_tokens
+        if prompt is None:  # count the request's messages, as a real server does
+            prompt = count_tokens(json.dumps(body.get("messages"), ensure_ascii=False))
         counts = {
-            "prompt_tokens": usage.prompt_tokens,
+            "prompt_tokens": prompt,
             "completion_tokens": len(pieces) if completion is None else completion,
         }
         counts["total_tokens"] = counts["prompt_tokens"] + counts["completion_tokens"]
