@@ -193,8 +193,8 @@ def test_the_approval_shows_what_the_plan_will_cost_and_its_slowest_chain(use_mo
         return text
 
     tools = ToolRegistry()
-    tools.register(fetch, typical_seconds=2.0)
-    tools.register(index, typical_seconds=0.5)
+    tools.register(fetch, typical_latency=2.0)
+    tools.register(index, typical_latency=0.5)
     plan = plan_of(
         step(1, "fetch", {"url": "a"}),
         step(2, None, {"about": "$1"}, [1], expected="a summary"),

@@ -67,9 +67,11 @@ def test_the_longest_chain_gets_a_slot_first(use_models, ctx, mode):
     else:
         out = asyncio.run(graph.ainvoke({"task": "t"}, thread(), context=context))
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert set(started[:2]) == {"A", "X1"}, started
-    assert started[2:5] == ["B", "C", "D"], started
-    assert sorted(started[5:]) == ["E", "X2", "X3"]
+    # X1 took one slot, the chain the other: X2 and X3 start only after the chain's D (which
+    # X1's tool may print before or after A: it runs on a worker thread)
+    assert [s for s in started if s in {"A", "B", "C", "D"}] == ["A", "B", "C", "D"], started
+    assert started.index("D") < min(started.index("X2"), started.index("X3")), started
+    assert started.index("X1") < min(started.index("X2"), started.index("X3")), started
 
 
 def test_declared_latency_weighs_the_chain():

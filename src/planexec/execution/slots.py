@@ -21,10 +21,8 @@ from statistics import fmean
 
 from planexec.plandoc import topological_order
 from planexec.state import StepDoc
+from planexec.tools.registry import TYPICAL_LATENCY as TYPICAL_LATENCY  # re-exported
 from planexec.tools.registry import ToolRegistry
-
-TYPICAL_LATENCY = "typical_latency"
-"""Metadata key of a tool's typical latency in seconds (optional; weights the critical path)."""
 
 Rank = tuple[float, int]
 """A step's place in line for a slot: lower first (minus its chain length, its plan position)."""
@@ -37,9 +35,9 @@ def chain_ranks(steps: list[StepDoc], tools: ToolRegistry) -> dict[int, Rank]:
     """
     declared: dict[str, float] = {}
     for name in {s["tool"] for s in steps if s["tool"] in tools}:
-        value = (tools.get(str(name)).metadata or {}).get(TYPICAL_LATENCY)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-            declared[str(name)] = float(value)
+        value = tools.typical_latency(str(name))
+        if value is not None:
+            declared[str(name)] = value
     default = fmean(declared.values()) if declared else 1.0
     ids = {s["id"] for s in steps}
     dependents: dict[int, list[int]] = {}

@@ -135,18 +135,29 @@ def _cost(tokens_in: int, tokens_out: int, price: ModelPrice) -> float:
 
 
 def _slowest_chain(plan: PlanDoc, tools: ToolRegistry) -> TimeEstimate:
-    best: dict[int, tuple[float, list[int]]] = {}
     try:
         ordered = topological_order(plan["steps"])
     except CycleError:  # an invalid plan edited into state: the approval shows why, not a time
         return TimeEstimate(chain=[], seconds=0.0, undeclared=0)
+    # per step: (seconds, steps) of the slowest chain ending there, and the step before it
+    best: dict[int, tuple[float, int]] = {}
+    before: dict[int, int | None] = {}
     for step in ordered:
-        own = tools.typical_seconds(step["tool"]) or 0.0
-        before = max((best[d] for d in step["depends_on"] if d in best), default=(0.0, []))
-        best[step["id"]] = (before[0] + own, [*before[1], step["id"]])
-    seconds, chain = max(best.values(), default=(0.0, []), key=lambda v: (v[0], len(v[1])))
+        own = tools.typical_latency(step["tool"]) or 0.0
+        deps = [d for d in step["depends_on"] if d in best]
+        prev = max(deps, key=best.__getitem__, default=None)
+        seconds_before, length = best[prev] if prev is not None else (0.0, 0)
+        best[step["id"]] = (seconds_before + own, length + 1)
+        before[step["id"]] = prev
+    last = max(best, key=best.__getitem__, default=None)
+    chain: list[int] = []
+    while last is not None:
+        chain.append(last)
+        last = before[last]
+    chain.reverse()
+    seconds = best[chain[-1]][0] if chain else 0.0
     tool_of = {s["id"]: s["tool"] for s in plan["steps"]}
-    undeclared = sum(1 for sid in chain if tools.typical_seconds(tool_of[sid]) is None)
+    undeclared = sum(1 for sid in chain if tools.typical_latency(tool_of[sid]) is None)
     return TimeEstimate(chain=chain, seconds=seconds, undeclared=undeclared)
 
 

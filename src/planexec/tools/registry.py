@@ -12,7 +12,8 @@ from pydantic import BaseModel
 
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
-TYPICAL_SECONDS = "typical_seconds"
+TYPICAL_LATENCY = "typical_latency"
+"""Metadata key of a tool's typical seconds a call (slots and the approval's estimate use it)."""
 
 
 class ToolRegistry:
@@ -40,12 +41,13 @@ class ToolRegistry:
         *,
         side_effects: bool | None = None,
         file_fields: Sequence[str] | None = None,
-        typical_seconds: float | None = None,
+        typical_latency: float | None = None,
     ) -> BaseTool:
         """Add a tool (a plain function is wrapped with ``@tool``); return it.
 
-        ``typical_seconds`` is how long a call usually takes: the approval's estimate adds it
-        up along the plan's slowest chain of dependencies.
+        ``typical_latency`` is how long a call usually takes, in seconds (also settable as the
+        tool's ``metadata["typical_latency"]``): free slots go first to the longest chain it
+        weighs, and the approval's estimate adds it up along the slowest chain.
         """
         tool_ = item if isinstance(item, BaseTool) else as_tool(item)
         if isinstance(file_fields, str):
@@ -55,12 +57,12 @@ class ToolRegistry:
             marks[SIDE_EFFECTS] = side_effects
         if file_fields is not None:
             marks[FILE_FIELDS] = tuple(file_fields)
-        if typical_seconds is not None:
-            if not (isinstance(typical_seconds, int | float) and 0 <= typical_seconds < 1e9):
+        if typical_latency is not None:
+            if not (isinstance(typical_latency, int | float) and 0 <= typical_latency < 1e9):
                 raise ValueError(
-                    f"typical_seconds must be a number of seconds, not {typical_seconds!r}"
+                    f"typical_latency must be a number of seconds, not {typical_latency!r}"
                 )
-            marks[TYPICAL_SECONDS] = float(typical_seconds)
+            marks[TYPICAL_LATENCY] = float(typical_latency)
         if marks:  # on a copy: the same tool may be registered differently elsewhere
             tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
         self._tools[tool_.name] = tool_
@@ -99,11 +101,13 @@ class ToolRegistry:
         declared = (found.metadata or {}).get(FILE_FIELDS) or ()
         return tuple(str(f) for f in declared)
 
-    def typical_seconds(self, name: str | None) -> float | None:
+    def typical_latency(self, name: str | None) -> float | None:
         """Return how long a call of the tool usually takes, when it was declared."""
         found = self._tools.get(name) if name is not None else None
-        value = (found.metadata or {}).get(TYPICAL_SECONDS) if found is not None else None
-        return float(value) if isinstance(value, int | float) else None
+        value = (found.metadata or {}).get(TYPICAL_LATENCY) if found is not None else None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            return None  # NaN fails "value >= 0" too
+        return float(value)
 
     def args_schema(self, name: str) -> type[BaseModel] | None:
         """Return the pydantic schema of a tool's model-facing arguments, if it has one."""
