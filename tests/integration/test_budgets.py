@@ -259,3 +259,29 @@ def test_the_cli_shows_the_estimate_and_ends_a_run_on_its_token_budget(tmp_path,
     assert not (tmp_path / "ws2" / "a.txt").exists()  # no step started
     refused = CliRunner().invoke(app, ["run", "write a", *common, "--max-seconds", "0"])
     assert refused.exit_code == 2 and "max_seconds" in refused.output, refused.output
+
+
+class NoUsage(FixedUsage):
+    """An executor model whose replies report no usage metadata (some local servers)."""
+
+    delay: float = 0.0
+
+    def _reply(self) -> ChatResult:
+        message = AIMessage(content="Final: ok")
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def test_a_reply_without_usage_metadata_counts_as_a_call_of_zero_tokens(use_models, ctx):
+    """What the endpoint does not report is not invented: the call counts, its tokens are 0,
+    so a token or cost budget cannot stop such a model (the call count still shows it)."""
+    executor = NoUsage(lock=threading.Lock())
+    use_models(planner=scripted(plan_reply(SIX_MODEL_STEPS)), executor=executor)
+    graph = build_graph(checkpointer=InMemorySaver())
+    config = thread()
+    graph.invoke({"task": "six parts"}, config, context=ctx(max_replans=0))
+    planner = graph.get_state(config).values["usage"]["planner"]
+    limit = planner["input_tokens"] + planner["output_tokens"] + 1
+    run_ctx = ctx(max_replans=0, max_parallel_steps=2, max_tokens=limit)
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=run_ctx)
+    assert executor.calls == 6 and out["final"]["status"] == "succeeded", out["final"]
+    assert out["usage"]["executor"] == {"calls": 6, "input_tokens": 0, "output_tokens": 0}
