@@ -23,6 +23,9 @@ from planexec.secrets import redact
 NAMESPACE = ("planexec", "plans")
 MAX_TEMPLATES_SCANNED = 200
 """Templates a lookup reads (the most recent first)."""
+MAX_SHAPED_TASK_CHARS = 500
+"""Longest task matched against templates' patterns (a bound on regex work); longer tasks are
+still matched by keywords."""
 
 
 class Template(TypedDict):
@@ -80,7 +83,11 @@ class PlanMemory:
         words, best = t.keywords(task), None
         for key, template in self.items():
             try:
-                found = re.fullmatch(template["pattern"], task.strip(), re.IGNORECASE)
+                found = (
+                    re.fullmatch(template["pattern"], task.strip(), re.IGNORECASE)
+                    if len(task) <= MAX_SHAPED_TASK_CHARS
+                    else None
+                )
             except (re.error, KeyError, TypeError):
                 continue  # a damaged template is no template
             if found is not None:

@@ -116,9 +116,15 @@ def pattern(task: str, params: list[str]) -> str:
 
 
 def _words(text: str) -> str:
-    return r"\s+".join(re.escape(w) for w in text.split()).join(
-        [r"\s*" if text[:1].isspace() else "", r"\s*" if text[-1:].isspace() else ""]
-    )
+    """The text between two parameters as a pattern: its words, and required whitespace where
+    it has some (optional whitespace between two parameters backtracks quadratically).
+    """
+    words = text.split()
+    if not words:
+        return r"\s+" if text else ""
+    lead = r"\s+" if text[:1].isspace() else ""
+    trail = r"\s+" if text[-1:].isspace() else ""
+    return lead + r"\s+".join(re.escape(w) for w in words) + trail
 
 
 def placeholder(index: int) -> str:
