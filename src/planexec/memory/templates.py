@@ -116,8 +116,10 @@ def pattern(task: str, params: list[str]) -> str:
 
 
 def _words(text: str) -> str:
-    """The text between two parameters as a pattern: its words, and required whitespace where
-    it has some (optional whitespace between two parameters backtracks quadratically).
+    """Return the text between two parameters as a pattern: its words, and whitespace.
+
+    Whitespace is required where the text has some: optional whitespace between two parameters
+    backtracks quadratically.
     """
     words = text.split()
     if not words:
