@@ -21,7 +21,7 @@ from langchain_core.utils.json import parse_json_markdown
 from planexec import prompts
 from planexec.plan import Plan, PlanValidationError, validate_plan
 from planexec.plan_format import CompactPlan
-from planexec.planpreview import PlanPreview
+from planexec.planpreview import PlanPreview, StepsSeen
 from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 
@@ -105,17 +105,19 @@ def draft_plan(
     config: RunnableConfig | None = None,
     *,
     by: str = "planner",
+    on_step: StepsSeen | None = None,
 ) -> Draft:
     """Hold a drafting conversation with ``model`` through its sync API.
 
     ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s). The
-    steps stream as ``plan_step`` events while the model writes them (:class:`PlanPreview`).
+    steps stream as ``plan_step`` events while the model writes them (:class:`PlanPreview`);
+    ``on_step`` sees each step of the first draft as it completes (not those of repairs).
     """
     bound = model.bind_tools([CompactPlan], tool_choice="Plan")
     try:
         messages = next(conversation)
         for attempt in itertools.count(1):
-            with PlanPreview(by, attempt):
+            with PlanPreview(by, attempt, on_step if attempt == 1 else None):
                 reply = bound.invoke(messages, config)
             messages = conversation.send(reply)
     except StopIteration as done:
@@ -129,13 +131,14 @@ async def adraft_plan(
     config: RunnableConfig | None = None,
     *,
     by: str = "planner",
+    on_step: StepsSeen | None = None,
 ) -> Draft:
     """Hold a drafting conversation with ``model`` through its async API (``ainvoke``)."""
     bound = model.bind_tools([CompactPlan], tool_choice="Plan")
     try:
         messages = next(conversation)
         for attempt in itertools.count(1):
-            with PlanPreview(by, attempt):
+            with PlanPreview(by, attempt, on_step if attempt == 1 else None):
                 reply = await bound.ainvoke(messages, config)
             messages = conversation.send(reply)
     except StopIteration as done:

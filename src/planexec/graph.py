@@ -92,17 +92,24 @@ def build_graph(
         State, context_schema=Context, input_schema=InputState, output_schema=OutputState
     )
     builder.add_node("intake", intake.take_task)
-    builder.add_node(
-        "planner",
-        sync_and_async(planner.plan, planner.aplan, tools=registry, sandbox=box, chat_models=chat),
-        retry_policy=MODEL_RETRY,
-    )
     policy = approval or os.environ.get("PLANEXEC_APPROVAL") or "first"
     if policy not in POLICIES:
         raise ConfigurationError(
             f"approval policy {policy!r} (build_graph or PLANEXEC_APPROVAL) is not one of "
             f"{', '.join(POLICIES)}"
         )
+    builder.add_node(
+        "planner",
+        sync_and_async(
+            planner.plan,
+            planner.aplan,
+            tools=registry,
+            sandbox=box,
+            chat_models=chat,
+            operator_policy=cast(ApprovalPolicy, policy),
+        ),
+        retry_policy=MODEL_RETRY,
+    )
     builder.add_node(
         "approval",
         partial(approval_node.review, tools=registry, operator_policy=cast(ApprovalPolicy, policy)),

@@ -28,6 +28,9 @@ MAX_PREVIEW_STEPS = 1_000
 """No more steps of one draft are previewed (a plan that long is refused anyway)."""
 
 
+StepsSeen = Callable[[list[tuple[int, "dict[str, Any] | None"]]], None]
+"""Told the steps a chunk of a streaming plan completed: each one's position and step (or None)."""
+
 # ijson's pure-Python backend: linear in the reply however it is chunked, and unlike its C
 # backend it reads integers beyond 64 bits (made text later, as state keeps them)
 JSON = ijson.get_backend("python")
@@ -41,9 +44,14 @@ class PlanPreview:
     text, a parse error) stops the preview, not the drafting.
     """
 
-    def __init__(self, by: str, draft: int) -> None:
-        """Preview the ``draft``-th attempt of the ``by`` role (planner or replanner)."""
-        self.by, self.draft, self.sent = by, draft, 0
+    def __init__(self, by: str, draft: int, on_step: StepsSeen | None = None) -> None:
+        """Preview the ``draft``-th attempt of the ``by`` role (planner or replanner).
+
+        ``on_step`` is also given the steps each chunk completes, as streamed (None for one
+        that cannot be: unstorable or too big), with their positions: the plan's steps may
+        start as they come (:mod:`planexec.execution.streaming`).
+        """
+        self.by, self.draft, self.sent, self.on_step = by, draft, 0, on_step
         self.plan_call: int | None = None  # the index of the Plan tool call's chunks
         self.write: Callable[[Any], None] | None
         try:
@@ -98,6 +106,7 @@ class PlanPreview:
                 self.parser.send(added.encode("utf-8", errors="replace"))
         except (ijson.JSONError, ValueError, RecursionError, StopIteration):
             self.write = None  # not a plan in plain JSON: the approval shows what it was
+        seen: list[tuple[int, dict[str, Any] | None]] = []
         for step in self.found:
             self.sent += 1
             if self.sent > MAX_PREVIEW_STEPS:
@@ -114,7 +123,10 @@ class PlanPreview:
                         "written": shown,
                     }
                 )
+            seen.append((self.sent, shown))
         del self.found[:]
+        if seen and self.on_step is not None and self.write is not None:
+            self.on_step(seen)
 
     def shown(self, step: Any) -> dict[str, Any] | None:
         """Return a step as it may be streamed (scrubbed, storable, bounded), or None."""

@@ -4,7 +4,7 @@ python -m tests.integration.crash_worker ACTION DB WORKSPACE THREADS SCRIPT MODE
 
 ACTION: start (plan, approve, run), plan (stop at approval), approve (approve and run),
 resume (continue). THREADS: comma-separated thread ids. DB: a SQLite file or a postgresql://
-URL. MODE: sync or async.
+URL. MODE: sync or async, with "-never" for approval never (steps start while the plan streams).
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ def inputs(action: str) -> list[Any]:
     approve = Command(resume={"action": "approve"})
     return {
         "start": [{"task": "crash test"}, approve],
+        "run": [{"task": "crash test"}],  # approval never: nothing to approve
         "plan": [{"task": "crash test"}],
         "approve": [approve],
         "resume": [None],
@@ -93,12 +94,15 @@ def save(workspace: str, thread_id: str, out: dict) -> None:
 
 def main() -> None:
     action, db, workspace, threads, script, mode = sys.argv[1:7]
-    context = Context(planner_model=f"scripted:{script}")
+    policy = "never" if mode.endswith("-never") else "first"
+    context = Context(planner_model=f"scripted:{script}", approval=policy)
     sandbox = Sandbox.one_folder(workspace, outputs=f"{workspace}.outputs")
     registry = ToolRegistry([append_line])
-    if mode == "sync":
+    if mode.startswith("sync"):
         with sync_saver(db) as saver:
-            graph = build_graph(checkpointer=saver, tools=registry, sandbox=sandbox)
+            graph = build_graph(
+                checkpointer=saver, tools=registry, sandbox=sandbox, approval=policy
+            )
             for tid in threads.split(","):
                 config = {"configurable": {"thread_id": tid}}
                 for payload in inputs(action):
@@ -108,7 +112,9 @@ def main() -> None:
 
     async def run() -> None:
         async with async_saver(db) as saver:
-            graph = build_graph(checkpointer=saver, tools=registry, sandbox=sandbox)
+            graph = build_graph(
+                checkpointer=saver, tools=registry, sandbox=sandbox, approval=policy
+            )
             for tid in threads.split(","):
                 config = {"configurable": {"thread_id": tid}}
                 for payload in inputs(action):

@@ -173,13 +173,18 @@ def test_a_replanned_plan_is_shown_with_its_changes_while_the_status_shows_the_r
 
 
 def test_approval_never_still_shows_the_plan_that_runs(tmp_path):
-    planner = script(tmp_path / "p.json", plan_of(step(1, "list_files", {}), goal="look around"))
+    # with approval never a step starts as soon as its line of the plan is written: its line
+    # shows what it runs (tool and arguments) when it starts; the whole plan once written
+    plan = plan_of(step(1, "list_files", {"folder": "."}), goal="look around")
+    planner = script(tmp_path / "p.json", plan)
     child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",
                   "--approval", "never")  # fmt: skip
     text, code = finish(child)
     assert code == 0, text
     assert "plan v1 runs (planned; no approval needed):" in text and "Plan v1: look around" in text
-    assert text.index("Plan v1: look around") < text.index("▶ step 1 running")
+    running = '▶ step 1 running (list_files {"folder": "."}) as the plan is written'
+    assert running in text
+    assert text.index(running) < text.index("✔ step 1 done")
 
 
 def test_ctrl_c_while_the_planner_works_exits_130_with_the_resume_command(tmp_path):

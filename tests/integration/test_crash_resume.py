@@ -98,6 +98,55 @@ def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, script,
     assert result(ws, thread_id)["final"]["status"] == "succeeded"
 
 
+def streamed_script(path: Path, plan: dict) -> None:
+    """The planner's script: the plan, streamed in small pieces as a real model writes it."""
+    reply = {"tool_calls": [{"name": "Plan", "args": plan}]}
+    path.write_text(json.dumps({"replies": [reply], "stream_chunk_chars": 16}))
+
+
+def kill_during_steps_3_and_4(proc: subprocess.Popen, ws: Path) -> None:
+    deadline = time.time() + 60
+    while lines(ws) != ["one", "two"]:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "steps 1 and 2 never finished"
+        time.sleep(0.02)
+    time.sleep(0.3)  # steps 3 and 4 are running now
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert lines(ws) == ["one", "two"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_run_killed_while_its_plan_streamed_resumes_without_rerunning_steps(tmp_path, db, mode):
+    # approval never: the steps start while the planner writes the plan, in the planner node
+    script = tmp_path / "streamed.json"
+    streamed_script(script, PLAN)
+    ws, thread_id = tmp_path / "ws", str(uuid.uuid4())
+    proc = worker("run", db("runs"), ws, thread_id, script, f"{mode}-never")
+    kill_during_steps_3_and_4(proc, ws)
+
+    finish(worker("resume", db("runs"), ws, thread_id, script, f"{mode}-never"))
+    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
+    assert result(ws, thread_id)["final"]["status"] == "succeeded"
+
+
+def test_a_plan_written_differently_after_the_kill_never_takes_another_steps_result(tmp_path):
+    script = tmp_path / "streamed.json"
+    streamed_script(script, PLAN)
+    db, ws, thread_id = str(tmp_path / "runs.db"), tmp_path / "ws", str(uuid.uuid4())
+    kill_during_steps_3_and_4(worker("run", db, ws, thread_id, script, "async-never"), ws)
+
+    changed = json.loads(json.dumps(PLAN))  # the model writes step 2 differently this time
+    changed["steps"][1]["args"]["label"] = "TWO"
+    streamed_script(script, changed)
+    finish(worker("resume", db, ws, thread_id, script, "async-never"))
+    out = result(ws, thread_id)
+    assert "TWO" not in lines(ws)  # step 2's call was answered from the checkpoint, not run
+    assert out["steps"]["2"]["status"] == "failed"  # and that answer was not taken as its own
+    assert out["steps"]["1"] == {"status": "succeeded", "output": {"label": "one"}}
+    assert out["final"]["status"] != "succeeded"
+
+
 def test_worker_processes_sharing_postgres_resume_any_thread(tmp_path, script, postgres_url):
     ids = [str(uuid.uuid4()) for _ in range(4)]
     workspaces = {tid: tmp_path / tid for tid in ids}

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 from rich.console import Console
 from rich.text import Text
 
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
 from planexec.cli.ui import one_line, styled
+from planexec.plan_format import expand
 from planexec.runs import StepEvent
 
 WORK = {
@@ -25,6 +28,8 @@ class Progress:
         """Print on ``out``; ``judge``: the evaluator calls a model (``--judge``)."""
         self.out, self.activity, self.board = out, activity, board
         self.models = set(WORK) - (set() if judge else {"evaluator"})
+        self.planning = False  # the planner is writing a plan
+        self.streamed: dict[int, str] = {}  # its steps so far, as written: "tool {args}"
 
     def __call__(self, event: StepEvent) -> None:
         """Show one event (unknown events show nothing)."""
@@ -36,6 +41,8 @@ class Progress:
         elif kind == "plan_step":
             by = "replanner" if event.get("by") == "replanner" else "planner"
             written = event.get("index", 0)  # 1 for the first step
+            if by == "planner" and event.get("draft") == 1:
+                self.streamed[written] = step_text(event.get("written"))
             self.activity.relabel(
                 by, f"{WORK[by][0]} ({written} step{'' if written == 1 else 's'} so far)"
             )
@@ -43,7 +50,17 @@ class Progress:
             sid = event.get("step")
             tool = str(event.get("tool") or "model")
             self.activity.begin(f"step {sid}", f"step {sid} ({tool})")
-            self.out.print(styled((f"  ▶ step {sid}", "yellow"), f" running ({tool})"))
+            if self.planning and isinstance(sid, int) and sid in self.streamed:
+                # no plan has been shown yet (approval never): show what runs, as written
+                what = f" running ({self.streamed[sid]}) as the plan is written"
+                self.out.print(
+                    styled((f"  ▶ step {sid}", "yellow"), what),
+                    soft_wrap=False,
+                    no_wrap=True,
+                    overflow="ellipsis",
+                )
+            else:
+                self.out.print(styled((f"  ▶ step {sid}", "yellow"), f" running ({tool})"))
         else:
             elapsed = self.activity.end(f"step {event.get('step')}") if "step" in event else None
             line = event_line(event, elapsed or 0.0)
@@ -56,6 +73,8 @@ class Progress:
         """Show a model's work starting (status line) or ending (one line with its time)."""
         if name == "executor" and started:
             self.board.before_run()
+        if name == "planner":
+            self.planning, self.streamed = started, {}
         if name not in self.models:
             return
         label, done = WORK[name]
@@ -67,6 +86,16 @@ class Progress:
         took = self.activity.end(name)
         if took is not None:
             self.out.print(styled(("  ✔ ", "green"), f"{done} in {took:.2f}s"))
+
+
+def step_text(written: object) -> str:
+    """Return a streamed step as one line, ``tool {args}`` (its tool and arguments as written)."""
+    expanded, _ = expand({"steps": [written]}, 1)
+    step = expanded["steps"][0] if isinstance(expanded, dict) else None
+    if not isinstance(step, dict):
+        return one_line(written)
+    args = json.dumps(step.get("args"), ensure_ascii=False, default=str)
+    return one_line(f"{step.get('tool') or 'model'} {args}")
 
 
 def event_line(event: StepEvent, elapsed: float) -> Text | None:

@@ -15,7 +15,15 @@ from typing_extensions import TypedDict
 from planexec.plandoc import step_digest
 from planexec.records import current_records, record_key
 from planexec.secrets import redact
-from planexec.state import OutputFile, PlanDoc, RefusedCall, RoleUsage, StepRecord, add_usage
+from planexec.state import (
+    OutputFile,
+    PlanDoc,
+    RefusedCall,
+    RoleUsage,
+    StepDoc,
+    StepRecord,
+    add_usage,
+)
 from planexec.storable import storable_text
 
 Finished = Literal["succeeded", "failed", "skipped"]  # a StepStatus other than "pending"
@@ -36,6 +44,18 @@ class StepOutcome(TypedDict):
     output_file: NotRequired[OutputFile]
     """Only for a spilled output (see :mod:`planexec.outputs`); ``output`` is then None."""
     refused_calls: NotRequired[list[RefusedCall]]
+    ran: NotRequired[str]
+    """Digest of the step that ran (:func:`ran_digest`): a replayed result counts only for it."""
+
+
+def ran_digest(step: StepDoc) -> str:
+    """Return the digest of a step's own content (its tool, arguments, dependencies...).
+
+    A task's id comes from the order of calls, not from its step: a result replayed for a call
+    counts only if the step it ran is this one (a plan streamed again after a crash may differ).
+    Its first 64 bits: enough to tell two steps apart, and small in every task's checkpoint.
+    """
+    return step_digest(step, goal="")[:16]
 
 
 def now() -> float:

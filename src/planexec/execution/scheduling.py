@@ -52,6 +52,22 @@ class DependencyGate:
         if slots is not None:  # all at once: the pool ranks them together
             slots.expect([sid for sid, missing in self._missing.items() if not missing])
 
+    def add(self, to_run: Mapping[int, Sequence[int]]) -> None:
+        """Add steps (with their dependencies) to a round under way: a plan that streams.
+
+        The slots are told at once which of them are ready, so they are ranked together.
+        """
+        ready: list[int] = []
+        with self._lock:
+            for sid, deps in to_run.items():
+                self._missing[sid] = {d for d in deps if d not in self._outcomes}
+                for dep in self._missing[sid]:
+                    self._dependents.setdefault(dep, []).append(sid)
+                if not self._missing[sid]:
+                    ready.append(sid)
+        if self._slots is not None:
+            self._slots.expect(ready)
+
     def publish(self, step_id: int, outcome: StepOutcome) -> None:
         """Record a step's outcome (the first one wins) and wake whoever waits for it."""
         ready: list[int] = []

@@ -90,6 +90,11 @@ class SlotPool:
                 continue
             self._free -= 1
 
+    def rank(self, ranks: dict[int, Rank]) -> None:
+        """Rank steps that joined the round late (a plan that streamed): for their next turn."""
+        with self._lock:
+            self._ranks = {**self._ranks, **ranks}
+
     def expect(self, sids: Iterable[int]) -> None:
         """Note that these steps are ready and will ask for a slot soon (from any thread)."""
         with self._lock:

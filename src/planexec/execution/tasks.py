@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from planexec.execution.outcomes import StepOutcome, outcome
+from planexec.execution.outcomes import StepOutcome, outcome, ran_digest
 from planexec.execution.round import ExecutionRound, current_round
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.step import execute_step
@@ -33,6 +33,7 @@ async def run_step_async(step: StepDoc) -> StepOutcome:
         result = await execute_step(step, deps, round_)  # checks the store first
     finally:
         round_.slots.forget(step["id"])  # a slot kept for a step that did not take it
+    result["ran"] = ran_digest(step)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
     return result
 
@@ -73,6 +74,14 @@ def result_of(fut: StepFuture, step: StepDoc) -> StepOutcome:
     if result.get("id") != step["id"]:
         raise RuntimeError(
             f"replayed result of step {result.get('id')} came back for step {step['id']}"
+        )
+    if result.get("ran", ran_digest(step)) != ran_digest(step):
+        return outcome(
+            step["id"],
+            "failed",
+            error=f"before this run was resumed, another step {step['id']} ran in its place "
+            "(the plan was written again after a crash or a retry while it streamed): its "
+            "result is not this step's, and this step did not run",
         )
     return result
 

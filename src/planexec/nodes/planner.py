@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
 from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopped
-from planexec.context import Context, context_of
+from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
+from planexec.execution.streaming import StreamingRound, adraft_and_run, draft_and_run
 from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
+from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import to_doc
 from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
+from planexec.review.policy import runs_unapproved
 from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State
+from planexec.store_guard import CheckpointStoreError
 from planexec.tools.listing import MAX_LISTED_FILES as MAX_LISTED_FILES  # re-exported
 from planexec.tools.listing import workspace_files
 from planexec.tools.registry import ToolRegistry
@@ -58,26 +64,37 @@ def planner_call(
     chat_models: models.ChatModels,
 ) -> tuple[BaseChatModel, Drafting]:
     """Return the planner's model and its drafting conversation (reads the workspace)."""
-    conversation = drafting(
+    conversation = _conversation(state, ctx, tools=tools, sandbox=sandbox)
+    return chat_models.for_role("planner", ctx.planner_model), conversation
+
+
+def _conversation(state: State, ctx: Context, *, tools: ToolRegistry, sandbox: Sandbox) -> Drafting:
+    """Return a new drafting conversation for the task (reads the workspace)."""
+    return drafting(
         planner_messages(state, ctx, tools, sandbox.for_run(ctx)),
         tools,
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
     )
-    return chat_models.for_role("planner", ctx.planner_model), conversation
 
 
 def plan(
     state: State,
+    config: RunnableConfig,
     *,
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: models.ChatModels,
+    operator_policy: ApprovalPolicy = "first",
 ) -> dict[str, Any]:
     """Ask the planner model for a plan (sync runs); invalid drafts are repaired (bounded).
 
     Plan memory comes first: a template of the task's shape gives the plan with no model call,
     a similar one is adapted by the cheap model (:mod:`planexec.memory.recall`).
+
+    When no one approves plans (the stricter of ``operator_policy`` and the run's is
+    ``never``), the plan's steps start while the model writes it
+    (:mod:`planexec.execution.streaming`), and the first round runs here.
     """
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
@@ -104,11 +121,32 @@ def plan(
     model, conversation = planner_call(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
+    call_config = counter.config(models.internal_call("planner model"))
+    if runs_unapproved(operator_policy, ctx.approval):
+        streaming = StreamingRound.open(
+            state,
+            config,
+            call=run_step,
+            asynchronous=False,
+            **_round_args(state, ctx, budget, tools, sandbox, chat_models),
+        )
+        again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
+        try:
+            budget.check()
+            draft, ran_all = draft_and_run(streaming, model, conversation, again, call_config)
+        except BudgetExhausted as exc:
+            return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
+        finally:
+            streaming.round.close()
+        if streaming.calls:
+            with contextlib.suppress(CheckpointStoreError):
+                streaming.round.store.check_blocking()  # did the store fail meanwhile?
+        update = streaming.update(planned(state, draft, counter), ran_all)
+        return {**update, "busy_seconds": budget.elapsed()}
     try:
         with spending(budget):
             budget.check()
-            config = counter.config(models.internal_call("planner model"))
-            draft = draft_plan(model, conversation, config)
+            draft = draft_plan(model, conversation, call_config)
     except BudgetExhausted as exc:
         return stopped(exc.stop, budget, counter)
     return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
@@ -116,10 +154,12 @@ def plan(
 
 async def aplan(
     state: State,
+    config: RunnableConfig,
     *,
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: models.ChatModels,
+    operator_policy: ApprovalPolicy = "first",
 ) -> dict[str, Any]:
     """Ask the planner model for a plan (async runs: ``ainvoke``, the LangGraph server)."""
     runtime = get_runtime(Context)
@@ -148,14 +188,58 @@ async def aplan(
     model, conversation = await asyncio.to_thread(  # lists the workspace, may load a model
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
-    config = counter.config(models.internal_call("planner model"))
+    call_config = counter.config(models.internal_call("planner model"))
+    if runs_unapproved(operator_policy, ctx.approval):
+        streaming = await asyncio.to_thread(  # touches the disk (the workspace)
+            partial(
+                StreamingRound.open,
+                call=arun_step,
+                asynchronous=True,
+                **_round_args(state, ctx, budget, tools, sandbox, chat_models),
+            ),
+            state,
+            config,
+        )
+        again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
+        try:
+            budget.check()
+            draft, ran_all = await adraft_and_run(
+                streaming, model, conversation, again, call_config
+            )
+        except BudgetExhausted as exc:
+            return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
+        if streaming.calls:
+            with contextlib.suppress(CheckpointStoreError):
+                await streaming.round.store.check()  # did the store fail meanwhile?
+        update = streaming.update(planned(state, draft, counter), ran_all)
+        return {**update, "busy_seconds": budget.elapsed()}
     try:
         with spending(budget):
             budget.check()
-            draft = await adraft_plan(model, conversation, config)
+            draft = await adraft_plan(model, conversation, call_config)
     except BudgetExhausted as exc:
         return stopped(exc.stop, budget, counter)
     return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
+
+
+def _round_args(
+    state: State,
+    ctx: Context,
+    budget: Budget,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
+) -> dict[str, Any]:
+    """Return what a streaming round of the next plan version is opened with."""
+    previous = state.get("plan")
+    return {
+        "tools": tools,
+        "sandbox": sandbox,
+        "chat_models": chat_models,
+        "max_steps": ctx.max_steps,
+        "version": previous["version"] + 1 if previous else 1,
+        "budget": budget,
+    }
 
 
 def remembered_update(

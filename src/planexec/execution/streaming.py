@@ -1,0 +1,344 @@
+"""Steps that start while the plan streams, when no one has to approve it (approval ``never``).
+
+The planner node then runs the plan's first round itself, as the model writes the plan. A step
+starts as soon as its line is complete if, on its own, it is valid (the same
+:func:`planexec.plan.validate_plan` as the whole plan), calls a tool, and depends only on steps
+already started; nothing else starts before the whole plan is valid, and then the rest of the
+plan joins the same round (each step as soon as its own dependencies are done: no barrier
+between the steps that started early and the others).
+
+Durable and replayable like the executor's rounds: every step is a durable step task, called
+in a deterministic order (streamed steps as their lines complete, the rest in run order), and a
+result replayed for a call counts only for the step it ran
+(:func:`planexec.execution.outcomes.ran_digest`): a plan written anew after a crash may differ.
+A draft found invalid after some of its steps started keeps their outcomes, for the audit and,
+where the repaired plan has the same steps, as their records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+
+from planexec.budget import Budget
+from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
+from planexec.errors import is_transient
+from planexec.execution.outcomes import (
+    StepOutcome,
+    ran_digest,
+    records_after,
+    round_usage,
+    to_record,
+)
+from planexec.execution.round import ExecutionRound, open_round, running
+from planexec.execution.slots import chain_ranks
+from planexec.execution.tasks import StepFuture, publisher, result_of, round_outcomes
+from planexec.models import ChatModels
+from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.plandoc import step_digest, topological_order
+from planexec.records import current_records, record_key
+from planexec.sandbox import Sandbox
+from planexec.state import PlanDoc, Revision, RoleUsage, State, StepDoc, StepRecord, add_usage
+from planexec.tools.registry import ToolRegistry
+
+StepTask = Callable[[StepDoc], StepFuture]
+"""The durable step task to call (the executor node's ``run_step`` or ``arun_step``)."""
+
+
+class StreamingRound:
+    """The first round of a plan that runs while it streams: steps join it as they come."""
+
+    def __init__(
+        self, round_: ExecutionRound, call: StepTask, tools: ToolRegistry, max_steps: int
+    ) -> None:
+        """Run the steps offered on ``round_`` (its plan grows with them) through ``call``."""
+        self.round, self.call, self.tools, self.max_steps = round_, call, tools, max_steps
+        self.started: dict[int, StepDoc] = {}
+        self.calls: list[tuple[StepDoc, StepFuture]] = []
+        self.seen_ids: set[int] = set()
+        self.with_ids: bool | None = None  # whether the plan writes its ids (full format)
+        self.closed = False
+
+    @classmethod
+    def open(
+        cls,
+        state: State,
+        config: RunnableConfig,
+        *,
+        call: StepTask,
+        tools: ToolRegistry,
+        sandbox: Sandbox,
+        chat_models: ChatModels,
+        asynchronous: bool,
+        max_steps: int,
+        version: int,
+        budget: Budget,
+    ) -> StreamingRound:
+        """Open an empty round for the plan about to stream (touches the disk: the workspace).
+
+        Its steps spend ``budget``, the one the planner's model calls spend.
+        """
+        empty = PlanDoc(goal="", steps=[], version=version)
+        round_, _ = open_round(
+            {**state, "plan": empty, "steps": {}},
+            config,
+            tools=tools,
+            sandbox=sandbox,
+            asynchronous=asynchronous,
+            chat_models=chat_models,
+        )
+        round_.budget = budget
+        return cls(round_, call, tools, max_steps)
+
+    def offer(self, written: list[tuple[int, dict[str, Any] | None]]) -> None:
+        """Start the streamed steps that may start now (see the module), given in plan order.
+
+        Steps that complete together (in one chunk, or a whole reply at once) start together:
+        free slots go to the longest chain among them, as in the executor's rounds.
+        """
+        ready: list[StepDoc] = []
+        for position, written_step in written:
+            step = self._check(position, written_step)
+            if step is not None:
+                self.started[step["id"]] = step  # a later step of the chunk may depend on it
+                ready.append(step)
+        if not ready:
+            return
+        for step in ready:
+            self.round.plan["steps"].append(step)
+            if step.get("on_failure") == "skip":
+                self.round.skippable = self.round.skippable | {step["id"]}
+        self.round.slots.rank(chain_ranks(self.round.plan["steps"], self.tools))
+        self.round.gate.add({s["id"]: s["depends_on"] for s in ready})
+        for step in ready:
+            self._call(step)
+
+    def _check(self, position: int, written: dict[str, Any] | None) -> StepDoc | None:
+        """Return the ``position``-th streamed step if it may start now, else None."""
+        if self.closed or written is None or position > self.max_steps:
+            return None
+        has_id = "id" in written
+        if self.with_ids is None:
+            self.with_ids = has_id
+        if has_id != self.with_ids:  # some steps with ids, some without: an invalid plan
+            self.closed = True
+            return None
+        earlier = self.seen_ids if has_id else set(range(1, position))
+        try:
+            parsed = validate_plan(
+                {"goal": "(streaming)", "steps": [written]}, self.tools, max_steps=1, kept=earlier
+            )
+        except PlanValidationError:  # it waits for the whole plan (which may yet be valid)
+            if has_id and isinstance(written.get("id"), int):
+                self.seen_ids.add(written["id"])
+            return None
+        step = to_doc(parsed, version=self.round.plan["version"])["steps"][0]
+        if step["id"] in self.seen_ids:  # a duplicate id: an invalid plan
+            self.closed = True
+            return None
+        self.seen_ids.add(step["id"])
+        if step["tool"] is None or any(d not in self.started for d in step["depends_on"]):
+            return None  # a model step needs the goal; a step after one not started waits
+        return step
+
+    def _call(self, step: StepDoc) -> None:
+        """Call the step's durable task (its dependents may join the round before it ends)."""
+        future = self.call(step)
+        future.add_done_callback(publisher(self.round.gate, step))
+        self.calls.append((step, future))
+
+    def join(self, plan: PlanDoc) -> bool:
+        """Add the rest of the valid whole ``plan`` to the round; False if a started step differs.
+
+        The started steps are the plan's own (same lines, same validation): a difference means
+        the whole reply and its stream disagree, and nothing more is started.
+        """
+        self.closed = True
+        steps = {s["id"]: s for s in plan["steps"]}
+        if any(
+            sid not in steps or ran_digest(steps[sid]) != ran_digest(step)
+            for sid, step in self.started.items()
+        ):
+            return False
+        self.round.plan = plan
+        self.round.skippable = frozenset(
+            s["id"] for s in plan["steps"] if s.get("on_failure") == "skip"
+        )
+        rest = [s for s in topological_order(plan["steps"]) if s["id"] not in self.started]
+        self.round.slots.rank(chain_ranks(plan["steps"], self.tools))
+        self.round.gate.add({s["id"]: s["depends_on"] for s in rest})
+        for step in rest:  # in run order: the same order on replay
+            self._call(step)
+        return True
+
+    def futures(self) -> list[StepFuture]:
+        """Return the futures of every step task called so far."""
+        return [future for _, future in self.calls]
+
+    def outcomes(self) -> list[StepOutcome]:
+        """Return the outcomes of the ended round (raises if the checkpoint store failed)."""
+        return round_outcomes(self.round, [s for s, _ in self.calls], self.futures())
+
+    def records(self) -> dict[str, StepRecord]:
+        """Return the records of the started steps, for the content each of them ran."""
+        records: dict[str, StepRecord] = {}
+        for step, future in self.calls:
+            result = result_of(future, step)
+            digest = step_digest(step, self.round.plan["goal"])
+            records[record_key(step["id"])] = to_record(result, digest, judged_retry=False)
+        return records
+
+    def draft_revision(self, reason: str) -> Revision:
+        """Return the audit record of the steps that started from a draft no plan kept."""
+        return Revision(
+            version=self.round.plan["version"],
+            reason=reason,
+            plan=PlanDoc(
+                goal=self.round.plan["goal"],
+                steps=[s for s, _ in self.calls],
+                version=self.round.plan["version"],
+            ),
+            outcomes=self.records(),
+        )
+
+    def carried(self, plan: PlanDoc) -> dict[str, StepRecord]:
+        """Return ``plan``'s step records, the started steps' kept where they are its own."""
+        return current_records(plan, self.records())
+
+    def wait(self) -> None:
+        """Block until every step task called so far has ended (sync runs)."""
+        concurrent.futures.wait(cast(list[concurrent.futures.Future[Any]], self.futures()))
+
+    async def await_all(self) -> None:
+        """Wait until every step task called so far has ended (async runs)."""
+        await asyncio.gather(
+            *cast(list[asyncio.Future[Any]], self.futures()), return_exceptions=True
+        )
+
+    def start_rest(self, draft: Draft) -> bool:
+        """Start the rest of a valid first draft in this round; False if it must wait.
+
+        A repaired draft (the first one was invalid) or one whose started steps differ from
+        its whole text is not run here: its steps go through the executor as usual.
+        """
+        if draft.plan is None or draft.attempts != 1:
+            self.closed = True
+            return False
+        return self.join(to_doc(draft.plan, version=self.round.plan["version"]))
+
+    def update(self, planned: dict[str, Any], ran_all: bool) -> dict[str, Any]:
+        """Return the planner's state update with what this round ran (every task has ended).
+
+        ``planned`` is the update of the drafted plan (or of no plan). When the whole plan ran
+        here, its records are the round's; otherwise the started steps count for the plan
+        where they are its own steps, and those that are not are kept as a revision (audit).
+        """
+        if not self.calls:
+            return planned
+        plan: PlanDoc | None = planned.get("plan")
+        if ran_all and plan is not None:
+            outcomes = self.outcomes()  # raises if the checkpoint store failed meanwhile
+            return {
+                **planned,
+                "steps": records_after(plan, planned["steps"], outcomes),
+                "usage": add_usage(planned.get("usage") or {}, round_usage(outcomes)),
+            }
+        records = self.carried(plan) if plan is not None else {}
+        kept = {k for k, r in records.items() if r.get("status") != "pending"}
+        update = {**planned, "usage": add_usage(planned.get("usage") or {}, self.usage())}
+        if plan is not None:
+            update["steps"] = records
+        if any(record_key(s["id"]) not in kept for s, _ in self.calls):
+            revision = self.draft_revision(
+                "steps of the planner's first draft started while it streamed (approval "
+                "'never'); that draft was not the plan that came of it"
+                + ("" if plan is not None else " (no valid plan came of it)")
+            )
+            update["revisions"] = [*(planned.get("revisions") or []), revision]
+        return update
+
+    def usage(self) -> dict[str, RoleUsage]:
+        """Return the LLM usage the started steps counted (every task has ended)."""
+        return round_usage([result_of(f, s) for s, f in self.calls])
+
+
+REDRAFTS = 2
+"""Times a reply cut off after steps started is asked for again (3 attempts in all)."""
+
+
+# Hand-rolled, not the planner's RetryPolicy: LangGraph gives a node's finished tasks back to
+# it on a resume, not on a retry of the node, whose steps would then run a second time.
+def draft_and_run(
+    streaming: StreamingRound,
+    model: BaseChatModel,
+    conversation: Drafting,
+    again: Callable[[], Drafting],
+    config: RunnableConfig,
+) -> tuple[Draft, bool]:
+    """Draft a plan whose steps start as it streams (sync runs); return it and ``ran_all``.
+
+    ``ran_all`` says whether the whole plan ran in this round. Every started step has ended
+    when this returns or raises. A reply cut off by a transient error after steps started is
+    asked for again here, in a new conversation from ``again`` (the new plan's steps start
+    only after it, in the executor).
+    """
+    with running(streaming.round):
+        try:
+            try:
+                draft = draft_plan(model, conversation, config, on_step=streaming.offer)
+                return draft, streaming.start_rest(draft)
+            except Exception as exc:
+                if not streaming.calls or not is_transient(exc):
+                    raise
+            streaming.closed = True
+            streaming.wait()
+            for attempt in range(1, REDRAFTS + 1):
+                time.sleep(2 ** (attempt - 1))
+                try:
+                    return draft_plan(model, again(), config), False
+                except Exception as exc:
+                    if attempt == REDRAFTS or not is_transient(exc):
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            streaming.wait()  # whatever happens, no started step is left behind
+
+
+async def adraft_and_run(
+    streaming: StreamingRound,
+    model: BaseChatModel,
+    conversation: Drafting,
+    again: Callable[[], Drafting],
+    config: RunnableConfig,
+) -> tuple[Draft, bool]:
+    """Draft a plan whose steps start as it streams (async runs), like :func:`draft_and_run`.
+
+    ``again`` reads the workspace: it is called in a worker thread.
+    """
+    with running(streaming.round):
+        try:
+            try:
+                draft = await adraft_plan(model, conversation, config, on_step=streaming.offer)
+                return draft, streaming.start_rest(draft)
+            except Exception as exc:
+                if not streaming.calls or not is_transient(exc):
+                    raise
+            streaming.closed = True
+            await streaming.await_all()
+            for attempt in range(1, REDRAFTS + 1):
+                await asyncio.sleep(2 ** (attempt - 1))
+                try:
+                    fresh = await asyncio.to_thread(again)
+                    return await adraft_plan(model, fresh, config), False
+                except Exception as exc:
+                    if attempt == REDRAFTS or not is_transient(exc):
+                        raise
+            raise AssertionError("unreachable")  # pragma: no cover
+        finally:
+            await streaming.await_all()  # whatever happens, no started step is left behind

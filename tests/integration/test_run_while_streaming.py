@@ -1,0 +1,171 @@
+"""With approval ``never``, a step starts while the planner is still writing the plan.
+
+A step whose line is complete and valid, and whose dependencies have started, runs before the
+model has finished; the rest of the plan runs once the whole plan is valid. With any policy that
+asks a human, nothing runs before the approval. Every step runs once, resumed runs included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from pydantic import PrivateAttr
+
+from planexec import Context, build_graph
+from planexec.scripted import ScriptedChatModel
+from planexec.tools import ToolRegistry
+from tests.helpers import plan_reply, text_reply
+
+CALLS: list[str] = []
+CALLED = threading.Event()
+
+
+@tool
+def mark(text: str) -> str:
+    """Record a call and return the text."""
+    CALLS.append(text)
+    CALLED.set()
+    return text.upper()
+
+
+# compact, as the planner writes it: step 2 uses step 1's output, step 4 waits for the model step
+PLAN = {
+    "goal": "mark things",
+    "steps": [
+        {"mark": {"text": "a"}},
+        {"mark": {"text": "b after $1"}},
+        {"description": "say something about $2", "args": {"x": "$2"}},
+        {"mark": {"text": "d after $3"}},
+        {"mark": {"text": "e"}},
+    ],
+}
+
+
+class HeldModel(ScriptedChatModel):
+    """Streams its plan, and holds the last quarter back until a tool was called (or timeout)."""
+
+    hold_seconds: float = 10.0
+    _held: list[bool] = PrivateAttr(default_factory=list)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+        yield from chunks[: len(chunks) * 3 // 4]
+        self._held.append(CALLED.wait(timeout=self.hold_seconds))
+        yield from chunks[len(chunks) * 3 // 4 :]
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    CALLS.clear()
+    CALLED.clear()
+    yield
+
+
+def graph_for(policy: str, planner: ScriptedChatModel) -> Any:
+    executor = ScriptedChatModel(replies=[text_reply("MODEL SAYS HI", match="say something")])
+    return build_graph(
+        InMemorySaver(),
+        tools=ToolRegistry([mark]),
+        approval=policy,  # type: ignore[arg-type]
+        models={"planner": planner, "executor": executor},
+    )
+
+
+def run(graph: Any, config: dict[str, Any], value: Any, asynchronous: bool) -> Any:
+    context = Context(approval="never")  # the operator's and the run's policy: no one asks
+    if asynchronous:
+        return asyncio.run(graph.ainvoke(value, config, context=context))
+    return graph.invoke(value, config, context=context)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_with_approval_never_steps_start_while_the_plan_streams(
+    tmp_path, monkeypatch, asynchronous
+):
+    monkeypatch.chdir(tmp_path)
+    planner = HeldModel(replies=[plan_reply(PLAN)], stream_chunk_chars=8)
+    graph = graph_for("never", planner)
+    config = {"configurable": {"thread_id": f"n-{asynchronous}"}}
+    result = run(graph, config, {"task": "mark things"}, asynchronous)
+
+    assert planner._held == [True]  # a tool ran before the model had written the whole plan
+    assert sorted(CALLS) == ["a", "b after A", "d after MODEL SAYS HI", "e"]  # each once
+    state = graph.get_state(config).values
+    assert {k: r["status"] for k, r in state["steps"].items()} == {
+        "1": "succeeded",
+        "2": "succeeded",
+        "3": "succeeded",
+        "4": "succeeded",
+        "5": "succeeded",
+    }
+    assert state["plan"]["version"] == 1
+    assert state["approved"]["by"] == "policy"
+    assert "MODEL SAYS HI" in str(result)
+
+
+@pytest.mark.parametrize("policy", ["first", "always"])
+def test_with_a_human_to_ask_nothing_runs_before_the_approval(tmp_path, monkeypatch, policy):
+    monkeypatch.chdir(tmp_path)
+    planner = HeldModel(replies=[plan_reply(PLAN)], stream_chunk_chars=8, hold_seconds=1.0)
+    graph = graph_for(policy, planner)
+    config = {"configurable": {"thread_id": f"f-{policy}"}}
+    first = graph.invoke({"task": "mark things"}, config, context=Context(approval="never"))
+    assert planner._held == [False]  # no tool was called while the plan streamed
+    assert CALLS == []
+    assert first["__interrupt__"]
+    pending = first["__interrupt__"][0].value
+    answer = {"action": "approve", "version": pending["version"], "digest": pending["digest"]}
+    graph.invoke(Command(resume=answer), config)
+    assert sorted(CALLS) == ["a", "b after A", "d after MODEL SAYS HI", "e"]
+
+
+class DroppedOnce(ScriptedChatModel):
+    """Streams its plan; the first time, the connection drops once step 1 has run."""
+
+    _drops: list[bool] = PrivateAttr(default_factory=list)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+        if not self._drops:
+            self._drops.append(True)
+            yield from chunks[: len(chunks) // 2]
+            CALLED.wait(timeout=10)
+            raise ConnectionError("the connection dropped mid-reply")
+        yield from chunks
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_reply_cut_off_after_steps_started_is_asked_again_and_no_step_runs_twice(
+    tmp_path, monkeypatch, asynchronous
+):
+    monkeypatch.chdir(tmp_path)
+    planner = DroppedOnce(replies=[plan_reply(PLAN, match=".")], stream_chunk_chars=8)
+    graph = graph_for("never", planner)
+    config = {"configurable": {"thread_id": f"d-{asynchronous}"}}
+    run(graph, config, {"task": "mark things"}, asynchronous)
+    assert planner._drops == [True]
+    assert sorted(CALLS) == ["a", "b after A", "d after MODEL SAYS HI", "e"]  # each once
+    state = graph.get_state(config).values
+    assert all(r["status"] == "succeeded" for r in state["steps"].values())
