@@ -26,7 +26,7 @@ from typing import Any
 
 from langgraph_sdk import get_client
 
-from bench.slowmodel import MODEL, TASK, machine, markdown, row, slow_model
+from bench.slowmodel import CONTEXT, TASK, check_model_calls, machine, markdown, row, slow_model
 from tests.servers import langgraph_dev
 
 
@@ -45,7 +45,7 @@ async def one_thread(client: Any, context: dict[str, object]) -> float:
 async def measure(url: str, threads: int) -> tuple[float, list[float]]:
     """Run ``threads`` threads at once; return the wall time and each thread's latency."""
     client = get_client(url=url)
-    context = {"planner_model": MODEL, "approval": "never"}
+    context = dict(CONTEXT)
     await one_thread(client, context)  # warm up: imports, graph, first model client
     started = time.perf_counter()
     latencies = await asyncio.gather(*(one_thread(client, context) for _ in range(threads)))
@@ -65,14 +65,16 @@ def main() -> None:
     print(machine())
     header = ["jobs per worker", "wall", "threads/s", "p50", "p95", "ideal wall", "× first row"]
     rows, base = [], None
-    with slow_model(args.latency) as env:
+    with slow_model(args.latency) as (env, requests):
         for jobs in args.jobs:
             with tempfile.TemporaryDirectory() as scratch:
                 env["PLANEXEC_WORKSPACE_ROOT"] = str(Path(scratch) / "runs")
                 log = Path(scratch) / "server.log"
                 flags = ["--n-jobs-per-worker", str(jobs)] if jobs else []
+                asked = len(requests)
                 with langgraph_dev(log, env, extra_args=flags) as url:
                     wall, latencies = asyncio.run(measure(url, args.threads))
+                check_model_calls(len(requests) - asked, args.threads + 1)  # + the warm-up
             ideal = args.latency * math.ceil(args.threads / (jobs or 1))
             base = base or wall
             label = jobs or "default (1)"

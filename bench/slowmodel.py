@@ -3,6 +3,9 @@
 A thread is one planner call (answered after ``latency`` seconds by a local OpenAI-compatible
 server, tests/openai_server.py, as a hosted model writing a short plan would be) and one
 ``list_files`` step, with approval ``never``: one slow model call plus planexec's own work.
+Plan memory is off (every thread has the same task: with it on, every thread after the first
+would reuse the first one's plan and never call the model), and the benches check that the
+model was asked once per thread.
 bench/serve.py runs it through ``langgraph dev``, bench/workers.py through worker processes.
 """
 
@@ -23,20 +26,34 @@ PLAN = {
     "steps": [{"id": 1, "tool": "list_files", "args": {}, "description": "list the files"}],
 }
 MODEL = "openai:slow"
+CONTEXT: dict[str, Any] = {"planner_model": MODEL, "approval": "never", "plan_memory": False}
+"""A thread's context (as the server's API takes it; ``Context(**CONTEXT)`` in Python)."""
 
 
 @contextmanager
-def slow_model(latency: float) -> Iterator[dict[str, str]]:
-    """Serve the planner for ``latency`` s a call; yield the environment that points at it."""
+def slow_model(latency: float) -> Iterator[tuple[dict[str, str], list[dict[str, Any]]]]:
+    """Serve the planner for ``latency`` s a call; yield the environment that points at it and
+    the requests the model has had so far."""
     with serve(lambda body: tool_call_message("Plan", PLAN), Pace(first_token=latency)) as (
         url,
-        _,
+        requests,
     ):
-        yield {
+        env = {
             "OPENAI_API_KEY": "bench-key-not-secret",
             "OPENAI_BASE_URL": url,
             "PLANEXEC_APPROVAL": "never",
+            "PLANEXEC_PLAN_MEMORY": "off",
         }
+        yield env, requests
+
+
+def check_model_calls(calls: int, threads: int) -> None:
+    """Refuse figures of threads that did not all wait on the model once."""
+    if calls != threads:
+        raise RuntimeError(
+            f"the model was asked {calls} times for {threads} threads: the figures would not "
+            "measure a model's wait (plan memory on?)"
+        )
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -28,7 +28,7 @@ from typing import Any
 
 import psutil
 
-from bench.slowmodel import MODEL, TASK, machine, markdown, row, slow_model
+from bench.slowmodel import CONTEXT, TASK, check_model_calls, machine, markdown, row, slow_model
 from tests.servers import PostgresServer
 
 # mp: the "spawn" context's Event, Queue and Value (typeshed types them per context)
@@ -45,7 +45,7 @@ async def run_worker(url: str, threads: int, jobs: int, ready: Sync, go: Sync, o
     from planexec import Context
     from planexec.runs import Runs, new_run
 
-    context = Context(planner_model=MODEL, approval="never")
+    context = Context(**CONTEXT)
     async with Runs.aopen(url, approval="never") as runs:
         await runs.astart(new_run(TASK, context=context))
         slots = asyncio.Semaphore(jobs)
@@ -135,11 +135,13 @@ def table(
     the last row's figures."""
     rows: list[list[str]] = []
     base = 0.0
-    with slow_model(latency) as env:
+    with slow_model(latency) as (env, requests):
         os.environ.update(env)  # the spawned workers inherit it
         for jobs in args.jobs:
             for workers in args.workers:
+                asked = len(requests)
                 got = measure(url, postmaster, args.threads, workers, jobs)
+                check_model_calls(len(requests) - asked, args.threads + workers)  # + warm-ups
                 ideal = latency * math.ceil(args.threads / (workers * jobs))
                 cells = row(
                     f"{workers} × {jobs}", args.threads, got["wall"], got["latencies"], ideal
