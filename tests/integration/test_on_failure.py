@@ -180,6 +180,23 @@ def test_ask_puts_the_failed_step_to_a_human_after_the_other_branches_ran(use_mo
     assert graph.get_state(config).next == ("failure_review",)
 
 
+def test_a_whole_independent_chain_runs_before_the_question(use_models, ctx):
+    """Nothing runs while a thread waits at an interrupt, so the question comes once every
+    step that does not need the failed one has run, chains included; only its users wait."""
+    plan = plan_of(
+        {**step(1, "flaky", {"text": "first"}), "on_failure": "ask"},
+        step(2, "echo", {"text": "a"}),
+        step(3, "echo", {"text": "$2 then b"}, [2]),
+        step(4, "echo", {"text": "$3 then c"}, [3]),
+        step(5, "echo", {"text": "$4 and $1"}, [4]),
+    )
+    graph, config, _, out = asked(use_models, ctx, plan)
+    assert out["__interrupt__"][0].value["step"]["id"] == 1
+    steps = graph.get_state(config).values["steps"]
+    assert steps["4"]["status"] == "succeeded" and steps["4"]["output"] == "a then b then c"
+    assert steps["5"]["status"] == "skipped"  # it uses step 1's output: it waits
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_retry_runs_the_step_again_and_what_waited_on_it(use_models, ctx, mode):
     graph, config, context, _ = asked(use_models, ctx, fails=1)

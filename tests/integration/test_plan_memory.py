@@ -73,6 +73,24 @@ def test_a_task_of_the_same_shape_reuses_the_plan_with_no_model_call(
     assert out["final"]["status"] == "succeeded", out["final"]
 
 
+@pytest.mark.parametrize("policy", ["first", "always"])
+def test_a_remembered_plan_is_never_approved_because_an_earlier_one_was(
+    use_models, ctx, workspace, policy
+):
+    """Approval "first" lets only a replanner's own revision run unasked: a plan from memory
+    waits for a human like a planner's, although the plan it came from was approved."""
+    store = InMemoryStore()
+    graph, _ = first_run(use_models, ctx, workspace, store)
+    use_models(planner=scripted(), executor=scripted())
+    config = thread()
+    run_ctx = ctx(approval=policy)
+    asked = graph.invoke({"task": TASK.replace("revenue", "quantity")}, config, context=run_ctx)
+    assert asked["__interrupt__"][0].value["origin"] == "memory"
+    state = graph.get_state(config)
+    assert state.next == ("approval",) and state.values.get("approved") is None
+    assert state.values["proposed"]["by"] == "memory"
+
+
 def test_a_similar_task_is_adapted_by_the_cheap_model_in_one_call(use_models, ctx, workspace):
     store = InMemoryStore()
     graph, _ = first_run(use_models, ctx, workspace, store)
