@@ -401,3 +401,35 @@ def test_a_plan_edited_into_state_at_the_question_goes_back_to_approval(use_mode
     request = out["__interrupt__"][0].value
     assert request["type"] == "plan_approval" and request["problems"], request
     assert graph.get_state(config).next == ("approval",)
+
+
+def test_the_cli_cancels_at_the_question_and_yes_answers_replan(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from planexec.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    plan = plan_of(
+        {**step(1, "read_file", {"path": "folder"}), "on_failure": "ask"},  # a folder: fails
+        step(2, "list_files", {}),
+    )
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    revised = plan_of(step(3, "write_file", {"path": "replanned.txt", "content": "x"}))
+    (tmp_path / "replan.json").write_text(
+        json.dumps([{"tool_calls": [{"name": "Plan", "args": revised}]}])
+    )
+    common = ["run", "--plan", "plan.json", "--db", "runs.sqlite"]
+    common += ["--planner-model", f"scripted:{tmp_path / 'replan.json'}"]
+    for ws in ("ws", "ws2"):
+        (tmp_path / ws / "folder").mkdir(parents=True)
+    cancelled = CliRunner().invoke(app, [*common, "--workspace", "ws"], input="y\nc\n")
+    assert "What now? r = retry" in cancelled.output, cancelled.output
+    assert "cancelled" in cancelled.output and cancelled.exit_code != 0, cancelled.output
+    assert not (tmp_path / "ws" / "replanned.txt").exists()
+
+    replanned = CliRunner().invoke(app, [*common, "--workspace", "ws2", "--yes"])
+    assert "replanning (--yes" in replanned.output, replanned.output
+    assert (tmp_path / "ws2" / "replanned.txt").read_text() == "x"
