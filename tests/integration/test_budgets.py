@@ -159,6 +159,21 @@ def test_a_time_budget_stops_new_steps(use_models, ctx):
     assert "time budget" in out["final"]["answer"]
 
 
+def test_a_time_budget_holds_mid_round_with_parallel_steps(use_models, ctx):
+    """Two slots, 0.3 s a step, 0.45 s of working time: steps 1-2 start at 0 s, 3-4 at about
+    0.3 s (in flight together), and none of 5-6 starts at 0.6 s: the round stops mid-way."""
+    graph, config, executor, _ = planned(use_models, ctx)
+    run_ctx = ctx(max_replans=0, max_parallel_steps=2, max_seconds=0.45)
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=run_ctx)
+    assert executor.most_in_flight == 2
+    assert 2 <= executor.calls <= 4, executor.calls  # never the whole round
+    final = out["final"]
+    assert final["status"] == "partial" and final["budget"]["budget"] == "seconds", final
+    skipped = [r for r in out["steps"].values() if r["status"] == "skipped"]
+    assert len(skipped) == 6 - executor.calls
+    assert all("time budget" in r["error"] for r in skipped)
+
+
 def test_a_spent_budget_stops_the_planner_before_its_call(use_models, ctx):
     use_models(planner=scripted(plan_reply(SIX_MODEL_STEPS)))
     graph = build_graph(checkpointer=InMemorySaver())

@@ -180,6 +180,23 @@ def test_ask_puts_the_failed_step_to_a_human_after_the_other_branches_ran(use_mo
     assert graph.get_state(config).next == ("failure_review",)
 
 
+def test_a_whole_independent_chain_runs_before_the_question(use_models, ctx):
+    """Nothing runs while a thread waits at an interrupt, so the question comes once every
+    step that does not need the failed one has run, chains included; only its users wait."""
+    plan = plan_of(
+        {**step(1, "flaky", {"text": "first"}), "on_failure": "ask"},
+        step(2, "echo", {"text": "a"}),
+        step(3, "echo", {"text": "$2 then b"}, [2]),
+        step(4, "echo", {"text": "$3 then c"}, [3]),
+        step(5, "echo", {"text": "$4 and $1"}, [4]),
+    )
+    graph, config, _, out = asked(use_models, ctx, plan)
+    assert out["__interrupt__"][0].value["step"]["id"] == 1
+    steps = graph.get_state(config).values["steps"]
+    assert steps["4"]["status"] == "succeeded" and steps["4"]["output"] == "a then b then c"
+    assert steps["5"]["status"] == "skipped"  # it uses step 1's output: it waits
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_retry_runs_the_step_again_and_what_waited_on_it(use_models, ctx, mode):
     graph, config, context, _ = asked(use_models, ctx, fails=1)
@@ -384,3 +401,35 @@ def test_a_plan_edited_into_state_at_the_question_goes_back_to_approval(use_mode
     request = out["__interrupt__"][0].value
     assert request["type"] == "plan_approval" and request["problems"], request
     assert graph.get_state(config).next == ("approval",)
+
+
+def test_the_cli_cancels_at_the_question_and_yes_answers_replan(tmp_path, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from planexec.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    plan = plan_of(
+        {**step(1, "read_file", {"path": "folder"}), "on_failure": "ask"},  # a folder: fails
+        step(2, "list_files", {}),
+    )
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    revised = plan_of(step(3, "write_file", {"path": "replanned.txt", "content": "x"}))
+    (tmp_path / "replan.json").write_text(
+        json.dumps([{"tool_calls": [{"name": "Plan", "args": revised}]}])
+    )
+    common = ["run", "--plan", "plan.json", "--db", "runs.sqlite"]
+    common += ["--planner-model", f"scripted:{tmp_path / 'replan.json'}"]
+    for ws in ("ws", "ws2"):
+        (tmp_path / ws / "folder").mkdir(parents=True)
+    cancelled = CliRunner().invoke(app, [*common, "--workspace", "ws"], input="y\nc\n")
+    assert "What now? r = retry" in cancelled.output, cancelled.output
+    assert "cancelled" in cancelled.output and cancelled.exit_code != 0, cancelled.output
+    assert not (tmp_path / "ws" / "replanned.txt").exists()
+
+    replanned = CliRunner().invoke(app, [*common, "--workspace", "ws2", "--yes"])
+    assert "replanning (--yes" in replanned.output, replanned.output
+    assert (tmp_path / "ws2" / "replanned.txt").read_text() == "x"

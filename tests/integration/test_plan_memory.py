@@ -73,6 +73,24 @@ def test_a_task_of_the_same_shape_reuses_the_plan_with_no_model_call(
     assert out["final"]["status"] == "succeeded", out["final"]
 
 
+@pytest.mark.parametrize("policy", ["first", "always"])
+def test_a_remembered_plan_is_never_approved_because_an_earlier_one_was(
+    use_models, ctx, workspace, policy
+):
+    """Approval "first" lets only a replanner's own revision run unasked: a plan from memory
+    waits for a human like a planner's, although the plan it came from was approved."""
+    store = InMemoryStore()
+    graph, _ = first_run(use_models, ctx, workspace, store)
+    use_models(planner=scripted(), executor=scripted())
+    config = thread()
+    run_ctx = ctx(approval=policy)
+    asked = graph.invoke({"task": TASK.replace("revenue", "quantity")}, config, context=run_ctx)
+    assert asked["__interrupt__"][0].value["origin"] == "memory"
+    state = graph.get_state(config)
+    assert state.next == ("approval",) and state.values.get("approved") is None
+    assert state.values["proposed"]["by"] == "memory"
+
+
 def test_a_similar_task_is_adapted_by_the_cheap_model_in_one_call(use_models, ctx, workspace):
     store = InMemoryStore()
     graph, _ = first_run(use_models, ctx, workspace, store)
@@ -206,3 +224,30 @@ def test_the_cli_reuses_plans_and_lists_shows_and_deletes_them(tmp_path, monkeyp
     assert gone.exit_code == 0 and "deleted" in gone.output
     missing = CliRunner().invoke(app, ["plans", "delete", template["key"], *common])
     assert missing.exit_code == 2 and "no plan template" in missing.output
+
+
+def test_the_cli_turns_memory_off(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from planexec.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    monkeypatch.delenv("PLANEXEC_PLAN_MEMORY", raising=False)
+    (tmp_path / "planner.json").write_text(
+        json.dumps([{"tool_calls": [{"name": "Plan", "args": sales_plan()}]}] * 2)
+    )
+    shutil.copy(EXAMPLES / "sales.csv", tmp_path / "sales.csv")
+    common = ["--db", "runs.sqlite", "--planner-model", f"scripted:{tmp_path / 'planner.json'}"]
+    for ws in ("ws", "ws2"):
+        done = CliRunner().invoke(
+            app,
+            ["run", TASK, "--data", "sales.csv", "--workspace", ws, "--yes", "--no-memory",
+             *common],
+        )  # fmt: skip
+        assert done.exit_code == 0, done.output
+        assert "adapted from an approved plan" not in done.output  # the planner planned
+    listed = CliRunner().invoke(app, ["plans", "--db", "runs.sqlite", "--json"])
+    assert json.loads(listed.stdout) == []  # nor was any plan kept
+    shown = CliRunner().invoke(app, ["run", "--help"])
+    assert "--no-memory" in shown.output

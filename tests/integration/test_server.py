@@ -502,6 +502,14 @@ def test_a_failed_step_asks_over_the_api_and_the_answer_is_taken(server, run_con
             tid, "planexec", command={"resume": {"action": "skip", "step": 2}}, context=context
         )
         assert "about step 1, not 2" in refused["__interrupt__"][0]["value"]["refused"]
+        # Agent Chat UI's answer style (a HITL edit of the step's arguments) is read too
+        args = {"args": '{"no_such_arg": 1}'}
+        edit = {"type": "edit", "edited_action": {"name": "retry_failed_step", "args": args}}
+        hitl = await client.runs.wait(
+            tid, "planexec", command={"resume": {"decisions": [edit]}}, context=context
+        )
+        again = hitl["__interrupt__"][0]["value"]
+        assert again["type"] == "step_failure" and "no_such_arg" in again["refused"], again
         done = await client.runs.wait(
             tid, "planexec", command={"resume": {"action": "skip", "step": 1}}, context=context
         )

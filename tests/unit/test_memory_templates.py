@@ -30,6 +30,28 @@ def test_a_pattern_matches_a_task_of_the_same_shape_and_fills_the_plan():
     assert re.fullmatch(pattern(task, params), "Copy a.txtb.txt", re.IGNORECASE) is None
 
 
+def test_files_columns_and_dates_of_a_task_become_parameters():
+    task = "Report revenue of sales.csv from 2025-01-01 to 2025-03-31"
+    plan = {
+        "steps": [
+            {"load_csv": {"path": "sales.csv"}},
+            {"stats": {"value_column": "revenue", "start": "2025-01-01", "end": "2025-03-31"}},
+        ]
+    }
+    params = parameters(task, plan)
+    assert params == ["revenue", "sales.csv", "2025-01-01", "2025-03-31"]
+    other = "Report profit of q3.csv from 2025-07-01 to 2025-09-30"
+    found = re.fullmatch(pattern(task, params), other, re.IGNORECASE)
+    assert found is not None
+    template = parametrized(plan, params)
+    assert "2025" not in str(template) and "sales.csv" not in str(template)
+    assert filled(template, list(found.groups()))["steps"][1]["stats"] == {
+        "value_column": "profit",
+        "start": "2025-07-01",
+        "end": "2025-09-30",
+    }
+
+
 @pytest.mark.parametrize(
     "hostile", ["Copy " + "x" * 20_000 + "!", "Copy " + "x " * 10_000 + "!", "x" * 20_000]
 )

@@ -56,6 +56,7 @@ def run(
     max_tokens: o.MaxTokensOption = None,
     max_cost: o.MaxCostOption = None,
     max_seconds: o.MaxSecondsOption = None,
+    no_memory: o.NoMemoryOption = False,
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress.
 
@@ -69,6 +70,7 @@ def run(
     options |= {"max_replans": max_replans, "step_timeout": step_timeout}
     options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
     options |= {"max_tokens": max_tokens, "max_cost": max_cost, "max_seconds": max_seconds}
+    options |= {"plan_memory": False if no_memory else None}
     new = actions.NewRun(task, plan, data or [], thread_id, workspace, options)
     session = actions.Session(yes=yes, as_json=as_json)
     guard(actions.start(new, actions.database(db), session), session.running)

@@ -93,6 +93,14 @@ MaxSecondsOption = Annotated[
         help="Working-time budget of the run (time at the approval prompt does not count).",
     ),
 ]
+NoMemoryOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-memory",
+        help="Plan without plan memory and keep no template of this run "
+        "(default: $PLANEXEC_PLAN_MEMORY, else on).",
+    ),
+]
 LimitOption = Annotated[int, typer.Option(min=1, help="How many runs to list.")]
 OutputOption = Annotated[
     int | None,
