@@ -173,3 +173,25 @@ def test_threads_leaves_room_for_the_task_on_an_80_column_terminal(env):
     )
     listed = invoke("threads", COLUMNS="80").output
     assert "look around" in listed and max(map(len, listed.splitlines()[1:])) <= 80
+
+
+def test_a_reader_that_leaves_early_ends_every_listing_quietly_like_a_shell_tool(env):
+    content = "a line of text\n" * 10_000  # more than a pipe holds, in the plan's args
+    (env / "plan.json").write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "out.txt", "content": content})))
+    )
+    result = invoke("run", "--plan", "plan.json", "--yes", "--workspace", "ws")
+    tid = re.search(r"thread ([0-9a-f-]{36})", result.output).group(1)
+    src = str(Path(planexec.__file__).parents[1])
+    for command in (f"show {tid}", f"show {tid} --json", "threads"):
+        piped = subprocess.run(
+            ["bash", "-c", f"{sys.executable} -m planexec {command} | head -c 1; "
+             "echo \" ${PIPESTATUS[0]}\""],
+            capture_output=True, text=True, cwd=env, timeout=120,
+            env={"PYTHONPATH": src, "PLANEXEC_DB": str(env / "runs.sqlite"),
+                 "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+        )  # fmt: skip
+        assert piped.stderr == "", (command, piped.stderr)
+        # 128 + SIGPIPE, as a shell tool; a short listing may be written before the reader left
+        expected = {" 0\n", " 141\n"} if command == "threads" else {" 141\n"}
+        assert piped.stdout[1:] in expected, (command, piped.stdout)
