@@ -195,3 +195,21 @@ def test_a_reader_that_leaves_early_ends_every_listing_quietly_like_a_shell_tool
         # 128 + SIGPIPE, as a shell tool; a short listing may be written before the reader left
         expected = {" 0\n", " 141\n"} if command == "threads" else {" 141\n"}
         assert piped.stdout[1:] in expected, (command, piped.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-replans", "-1"], "max_replans: Input should be greater than or equal to 0"),
+        (["--approval", "bogus"], "approval: Input should be 'always', 'first' or 'never'"),
+        (["--max-parallel", "0"], "max_parallel_steps: Input should be greater than or equal to 1"),
+        (["--step-timeout", "nan"], "step_timeout: Input should be a finite number"),
+    ],
+)
+def test_choices_and_ranges_are_refused_before_anything_is_made(env, args, message):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    result = invoke("run", "--plan", "plan.json", "--yes", *args)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert not (env / "planexec-runs").exists()
+    assert json.loads(invoke("threads", "--json").stdout) == []
