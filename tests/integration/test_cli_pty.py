@@ -348,3 +348,29 @@ def test_the_judge_has_a_live_status_with_its_elapsed_time(tmp_path):
     assert code == 0, text
     assert re.search(r"judged the results in 1\.\d+s", text)
     assert re.search(r"succeeded in \d+\.\ds · 1 model call \(evaluator 1\)", text)
+
+
+def test_show_and_resume_of_a_thread_full_of_markup_print_it_literally(tmp_path):
+    (tmp_path / "ws" / "[fold]").mkdir(parents=True)
+    plan = plan_of(
+        {**step(1, "write_file", {"path": "a.txt", "content": "[/] x"}), "description": HOSTILE},
+        {**step(2, "read_file", {"path": "[fold]"}, [1]), "description": "read [/] it"},
+        goal="Write [a.txt] [/]",
+    )
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws", "--yes",
+                  "--max-replans", "0")  # fmt: skip
+    text, code = finish(child)
+    assert code == 1, text
+    assert "- step 2 [read_file] failed: '[fold]' is a folder, not a file" in text
+    tid = re.search(r"thread ([0-9a-f-]{36})", text).group(1)
+    shown, code = finish(spawn(tmp_path, "show", tid))
+    assert code == 0 and "Traceback" not in shown, shown
+    assert "Write [a.txt] [/]" in shown and "read [/] it" in shown
+    for piece in ("Sum [revenue] by", "[region] [/]", "[bold]not bold[/bold]", ":smile:"):
+        assert piece in shown  # the description, in a table cell that may wrap between them
+    resumed, code = finish(spawn(tmp_path, "resume", tid))  # already finished: its end again
+    assert code == 1 and "Traceback" not in resumed, resumed
+    for screen_text in (shown, resumed):
+        assert "- step 2 [read_file] failed: '[fold]' is a folder, not a file" in screen_text
