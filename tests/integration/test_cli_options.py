@@ -213,3 +213,12 @@ def test_choices_and_ranges_are_refused_before_anything_is_made(env, args, messa
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
     assert not (env / "planexec-runs").exists()
     assert json.loads(invoke("threads", "--json").stdout) == []
+
+
+def test_threads_leaves_room_for_the_task_when_a_run_waits_for_approval(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}), goal="x")))
+    waiting = invoke("run", "look around the [workspace]", "--plan", "plan.json", input="")
+    assert waiting.exit_code == 1 and "paused" in waiting.output, waiting.output
+    listed = invoke("threads", COLUMNS="80").output
+    assert "waiting" in listed and "look around" in listed, listed
+    assert max(map(len, listed.splitlines()[1:])) <= 80
