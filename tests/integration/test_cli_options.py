@@ -222,3 +222,13 @@ def test_threads_leaves_room_for_the_task_when_a_run_waits_for_approval(env):
     listed = invoke("threads", COLUMNS="80").output
     assert "waiting" in listed and "look around" in listed, listed
     assert max(map(len, listed.splitlines()[1:])) <= 80
+
+
+def test_options_in_help_name_what_they_take_not_a_python_type():
+    for command in ("run", "resume", "show", "threads", "plans", "demo"):
+        helped = invoke(command, "--help").output
+        options = [line for line in helped.splitlines() if line.strip().startswith("-")]
+        assert not [line for line in options if "<" in line.split("  ")[1]], (command, helped)
+    assert "--db PATH|URL" in invoke("run", "--help").output
+    assert "--thread-id ID" in invoke("run", "--help").output
+    assert "--limit N" in invoke("threads", "--help").output
