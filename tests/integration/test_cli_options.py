@@ -173,3 +173,62 @@ def test_threads_leaves_room_for_the_task_on_an_80_column_terminal(env):
     )
     listed = invoke("threads", COLUMNS="80").output
     assert "look around" in listed and max(map(len, listed.splitlines()[1:])) <= 80
+
+
+def test_a_reader_that_leaves_early_ends_every_listing_quietly_like_a_shell_tool(env):
+    content = "a line of text\n" * 10_000  # more than a pipe holds, in the plan's args
+    (env / "plan.json").write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "out.txt", "content": content})))
+    )
+    result = invoke("run", "--plan", "plan.json", "--yes", "--workspace", "ws")
+    tid = re.search(r"thread ([0-9a-f-]{36})", result.output).group(1)
+    src = str(Path(planexec.__file__).parents[1])
+    for command in (f"show {tid}", f"show {tid} --json", "threads"):
+        piped = subprocess.run(
+            ["bash", "-c", f"{sys.executable} -m planexec {command} | head -c 1; "
+             "echo \" ${PIPESTATUS[0]}\""],
+            capture_output=True, text=True, cwd=env, timeout=120,
+            env={"PYTHONPATH": src, "PLANEXEC_DB": str(env / "runs.sqlite"),
+                 "PATH": "/usr/bin:/bin", "COLUMNS": "100"},
+        )  # fmt: skip
+        assert piped.stderr == "", (command, piped.stderr)
+        # 128 + SIGPIPE, as a shell tool; a short listing may be written before the reader left
+        expected = {" 0\n", " 141\n"} if command == "threads" else {" 141\n"}
+        assert piped.stdout[1:] in expected, (command, piped.stdout)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-replans", "-1"], "max_replans: Input should be greater than or equal to 0"),
+        (["--approval", "bogus"], "approval: Input should be 'always', 'first' or 'never'"),
+        (["--max-parallel", "0"], "max_parallel_steps: Input should be greater than or equal to 1"),
+        (["--step-timeout", "nan"], "step_timeout: Input should be a finite number"),
+    ],
+)
+def test_choices_and_ranges_are_refused_before_anything_is_made(env, args, message):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    result = invoke("run", "--plan", "plan.json", "--yes", *args)
+    assert result.exit_code == 2 and message in result.output, result.output
+    assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+    assert not (env / "planexec-runs").exists()
+    assert json.loads(invoke("threads", "--json").stdout) == []
+
+
+def test_threads_leaves_room_for_the_task_when_a_run_waits_for_approval(env):
+    (env / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}), goal="x")))
+    waiting = invoke("run", "look around the [workspace]", "--plan", "plan.json", input="")
+    assert waiting.exit_code == 1 and "paused" in waiting.output, waiting.output
+    listed = invoke("threads", COLUMNS="80").output
+    assert "waiting" in listed and "look around" in listed, listed
+    assert max(map(len, listed.splitlines()[1:])) <= 80
+
+
+def test_options_in_help_name_what_they_take_not_a_python_type():
+    for command in ("run", "resume", "show", "threads", "plans", "demo"):
+        helped = invoke(command, "--help").output
+        options = [line for line in helped.splitlines() if line.strip().startswith("-")]
+        assert not [line for line in options if "<" in line.split("  ")[1]], (command, helped)
+    assert "--db PATH|URL" in invoke("run", "--help").output
+    assert "--thread-id ID" in invoke("run", "--help").output
+    assert "--limit N" in invoke("threads", "--help").output

@@ -311,3 +311,71 @@ def test_a_second_ctrl_c_still_says_how_to_resume(tmp_path):
     assert code == 130, text
     tid = re.search(r"thread ([0-9a-f-]{36})", text).group(1)
     assert f"planexec resume {tid}" in text and "Traceback" not in text
+
+
+def test_n_rejects_asks_what_to_change_and_the_new_plan_is_shown_with_its_changes(tmp_path):
+    first = plan_of(step(1, "write_file", {"path": "long.txt", "content": "long"}))
+    second = plan_of(step(1, "write_file", {"path": "short.txt", "content": "short"}))
+    path = tmp_path / "planner.json"
+    path.write_text(json.dumps([
+        {"match": "make it short", "tool_calls": [{"name": "Plan", "args": second}]},
+        {"tool_calls": [{"name": "Plan", "args": first}]},
+    ]))  # fmt: skip
+    child = spawn(tmp_path, "run", "write something", "--planner-model", f"scripted:{path}",
+                  "--workspace", "ws")  # fmt: skip
+    child.expect("Run this plan")
+    child.sendline("n")
+    child.expect("what should change")
+    child.sendline("make it short")
+    child.expect(r"revising the plan|writing the plan|planned|revised")
+    child.expect("Run this plan")
+    child.sendline("y")
+    text, code = finish(child)
+    assert code == 0, text
+    again = text[text.index("make it short") :]
+    assert "Plan v2" in again and "changes from v1:" in again
+    assert '~ step 1 args: {"path": "long.txt", "content": "long"}' in again
+    assert again.index("changes from v1") < again.index("Run this plan")
+    assert (tmp_path / "ws" / "short.txt").exists() and not (tmp_path / "ws" / "long.txt").exists()
+
+
+def test_the_judge_has_a_live_status_with_its_elapsed_time(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan_of(step(1, "list_files", {}))))
+    judge = tmp_path / "judge.json"
+    verdicts = [{"step": 1, "ok": True, "reason": "listed [/] fine"}]
+    judge.write_text(json.dumps([{"tool_calls": [{"name": "Verdicts",
+                                                  "args": {"verdicts": verdicts}}]}]))  # fmt: skip
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws", "--yes",
+                  "--judge", "--evaluator-model", f"scripted:{judge}", delay=1.5)  # fmt: skip
+    child.expect(r"checking the results \d+\.\ds")
+    text, code = finish(child)
+    assert code == 0, text
+    assert re.search(r"judged the results in 1\.\d+s", text)
+    assert re.search(r"succeeded in \d+\.\ds · 1 model call \(evaluator 1\)", text)
+
+
+def test_show_and_resume_of_a_thread_full_of_markup_print_it_literally(tmp_path):
+    (tmp_path / "ws" / "[fold]").mkdir(parents=True)
+    plan = plan_of(
+        {**step(1, "write_file", {"path": "a.txt", "content": "[/] x"}), "description": HOSTILE},
+        {**step(2, "read_file", {"path": "[fold]"}, [1]), "description": "read [/] it"},
+        goal="Write [a.txt] [/]",
+    )
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(json.dumps(plan))
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws", "--yes",
+                  "--max-replans", "0")  # fmt: skip
+    text, code = finish(child)
+    assert code == 1, text
+    assert "- step 2 [read_file] failed: '[fold]' is a folder, not a file" in text
+    tid = re.search(r"thread ([0-9a-f-]{36})", text).group(1)
+    shown, code = finish(spawn(tmp_path, "show", tid))
+    assert code == 0 and "Traceback" not in shown, shown
+    assert "Write [a.txt] [/]" in shown and "read [/] it" in shown
+    for piece in ("Sum [revenue] by", "[region] [/]", "[bold]not bold[/bold]", ":smile:"):
+        assert piece in shown  # the description, in a table cell that may wrap between them
+    resumed, code = finish(spawn(tmp_path, "resume", tid))  # already finished: its end again
+    assert code == 1 and "Traceback" not in resumed, resumed
+    for screen_text in (shown, resumed):
+        assert "- step 2 [read_file] failed: '[fold]' is a folder, not a file" in screen_text

@@ -16,12 +16,12 @@ import psycopg
 import typer
 
 from planexec.cli.review import Interrupted, Paused
-from planexec.cli.ui import console, styled
+from planexec.cli.ui import EXIT_PIPE, console, styled
 from planexec.errors import PlanexecError
 from planexec.scrubbed_io import scrubbed_stdio
 from planexec.store_guard import CheckpointStoreError, describe
 
-EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE = 1, 2, 130, 141
+EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
 
 
 class UserError(PlanexecError):

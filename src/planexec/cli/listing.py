@@ -61,5 +61,5 @@ async def threads(db: str, limit: int, session: Session) -> int:
     if session.as_json:
         print(json.dumps(rows, indent=1, default=str))  # noqa: T201 (the result)
     else:
-        session.out.print(threads_table(rows, db))
+        session.out.print(threads_table(rows, db, session.out.width))
     return 0

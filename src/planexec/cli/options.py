@@ -9,7 +9,8 @@ import typer
 
 DbOption = Annotated[
     str | None,
-    typer.Option("--db", help="SQLite file or postgresql:// URL (default: $PLANEXEC_DB, else "
+    typer.Option("--db", metavar="PATH|URL",
+                 help="SQLite file or postgresql:// URL (default: $PLANEXEC_DB, else "
                  "~/.local/share/planexec/runs.sqlite)."),
 ]  # fmt: skip
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
@@ -27,7 +28,8 @@ PlanOption = Annotated[
     Path | None, typer.Option("--plan", metavar="FILE", help="Run this plan file; no planner call.")
 ]
 ThreadOption = Annotated[
-    str | None, typer.Option("--thread-id", help="Id of the new run (default: a new UUID).")
+    str | None,
+    typer.Option("--thread-id", metavar="ID", help="Id of the new run (default: a new UUID)."),
 ]
 WorkspaceOption = Annotated[
     str | None,
@@ -101,7 +103,7 @@ NoMemoryOption = Annotated[
         "(default: $PLANEXEC_PLAN_MEMORY, else on).",
     ),
 ]
-LimitOption = Annotated[int, typer.Option(min=1, help="How many runs to list.")]
+LimitOption = Annotated[int, typer.Option(min=1, metavar="N", help="How many runs to list.")]
 OutputOption = Annotated[
     int | None,
     typer.Option("--output", metavar="STEP", help="Print this step's whole output as JSON."),

@@ -9,7 +9,9 @@ the CLI's own code, through :func:`styled`.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +20,8 @@ from rich.segment import Segment
 from rich.text import Text
 
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+EXIT_PIPE = 141
+"""The exit code when the reader of stdout left (``| head``): 128 + SIGPIPE, as a shell tool."""
 
 
 def visible(text: str) -> str:
@@ -41,6 +45,12 @@ class LiteralConsole(Console):
                 yield segment
             else:
                 yield Segment(visible(segment.text), segment.style)
+
+    def on_broken_pipe(self) -> None:
+        """Stop quietly when the reader left (``| head``), exiting as ``--json`` does (141)."""
+        self.quiet = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise SystemExit(EXIT_PIPE)
 
 
 def console(*, stderr: bool = False) -> Console:

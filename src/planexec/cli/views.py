@@ -61,8 +61,16 @@ def print_thread(out: Console, thread: ThreadState) -> None:
         print_answer(out, values, thread.workspace or "")
 
 
-def threads_table(rows: list[ThreadSummary], db: str) -> Table:
-    """Return the recent runs of a database as a table (its password hidden, ids whole)."""
+TASK_ROOM = 16
+"""Columns the thread list keeps for the task before it wraps a long status at its spaces."""
+
+
+def threads_table(rows: list[ThreadSummary], db: str, width: int | None = None) -> Table:
+    """Return the recent runs of a database as a table (its password hidden, ids whole).
+
+    On a terminal of ``width`` columns too narrow for the task, a long status
+    (``waiting: approval``) takes two lines rather than leave the task a few letters.
+    """
     # no frame, minutes not seconds: an 80-column terminal keeps room for the task
     table = Table(
         title=f"recent runs in {redact(db)}",
@@ -72,11 +80,17 @@ def threads_table(rows: list[ThreadSummary], db: str) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
+    statuses = [visible(str(row["status"])) for row in rows]
+    longest = max(map(len, statuses), default=0)
+    fixed = 36 + 16 + 3 * 2  # the thread id, the time, the gaps between the columns
+    narrow = width is not None and fixed + longest + TASK_ROOM > width
+    words = [len(word) for status in statuses for word in status.split()]
     table.add_column("thread", no_wrap=True, min_width=36)
     table.add_column("updated", no_wrap=True)
-    table.add_column("status", no_wrap=True)
+    shortest = max([9, *words])  # a status word is never cut: what state a run is in matters
+    table.add_column("status", min_width=shortest, max_width=shortest if narrow else None)
     table.add_column("task")
-    for row in rows:
+    for row, status in zip(rows, statuses, strict=True):
         updated = str(row["updated"])[:16].replace("T", " ")
-        table.add_row(row["thread_id"], updated, row["status"], cut(one_line(row["task"])))
+        table.add_row(row["thread_id"], updated, status, cut(one_line(row["task"])))
     return table
