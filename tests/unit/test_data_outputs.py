@@ -93,3 +93,60 @@ def test_last_month_anomaly_is_reported_with_the_trend_without_it(tmp_path):
     assert "| 1 | duplicate rows (same values in every column) |" in report
     assert "| 1 | no value in 'date' |" in report
     assert "20,001 kept" in report
+
+
+def test_stats_and_trends_read_only_the_columns_they_use(tmp_path, monkeypatch):
+    sales(tmp_path, rows=500)
+    read: list[object] = []
+    real_csv, real_parquet = pd.read_csv, pd.read_parquet
+    monkeypatch.setattr(
+        pd, "read_csv", lambda *a, **k: read.append(k.get("usecols")) or real_csv(*a, **k)
+    )
+    monkeypatch.setattr(
+        pd, "read_parquet", lambda *a, **k: read.append(k.get("columns")) or real_parquet(*a, **k)
+    )
+    with use_workspace(tmp_path):
+        calculate_stats.invoke(
+            {"dataset": "s.csv", "value_column": "revenue", "date_column": "date"}
+        )
+        detect_trends.invoke({"dataset": "s.csv", "value_column": "revenue", "date_column": "date"})
+        cleaned = clean_data.invoke({"dataset": "s.csv"})
+        read.clear()  # clean_data reads every column: it writes them all
+        calculate_stats.invoke({"dataset": cleaned["dataset"], "value_column": "revenue"})
+    assert read == [["revenue"]]  # the cleaned Parquet: one column of three
+    read.clear()
+    with use_workspace(tmp_path):
+        calculate_stats.invoke(
+            {"dataset": "s.csv", "value_column": "revenue", "date_column": "date"}
+        )
+        detect_trends.invoke({"dataset": "s.csv", "value_column": "revenue", "date_column": "date"})
+    assert read == [["revenue", "date"], ["revenue", "date"]]  # never "id"
+
+
+def drawn(monkeypatch) -> list:
+    """Keep each figure generate_chart saves, to look at its axes."""
+    from matplotlib.figure import Figure
+
+    figures: list = []
+    real = Figure.savefig
+    monkeypatch.setattr(
+        Figure, "savefig", lambda self, *a, **k: figures.append(self) or real(self, *a, **k)
+    )
+    return figures
+
+
+def test_a_bar_chart_starts_at_zero_with_currency_and_thousands(tmp_path, monkeypatch):
+    figures = drawn(monkeypatch)
+    rows = [{"period": f"2025-{m:02}", "value": 50_000 + 1_000 * m} for m in range(1, 13)]
+    with use_workspace(tmp_path):
+        out = generate_chart.invoke(
+            {"kind": "bar", "x": "period", "y": "value", "title": "t", "data": rows, "unit": "USD"}
+        )
+    ax = figures[0].axes[0]
+    assert ax.get_ylim()[0] == 0  # not 51,000: bars are lengths
+    assert (
+        (ax.get_xlabel(), ax.get_ylabel())
+        == ("period", "value (USD)")
+        == (out["x_label"], out["y_label"])
+    )
+    assert ax.yaxis.get_major_formatter()(60_000, 0) == "$60,000"
