@@ -150,3 +150,21 @@ def test_a_bar_chart_starts_at_zero_with_currency_and_thousands(tmp_path, monkey
         == (out["x_label"], out["y_label"])
     )
     assert ax.yaxis.get_major_formatter()(60_000, 0) == "$60,000"
+
+
+def test_a_line_chart_marks_anomalies_and_draws_the_trend_without_a_last_one(tmp_path, monkeypatch):
+    figures = drawn(monkeypatch)
+    sales(tmp_path)  # December collapses
+    with use_workspace(tmp_path):
+        generate_chart.invoke(
+            {"kind": "line", "x": "date", "y": "revenue", "title": "t", "dataset": "s.csv"}
+        )
+    ax = figures[0].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["revenue", "trend without 2025-12 (up)", "anomaly"], labels
+    trend = next(line for line in ax.get_lines() if line.get_linestyle() == "--")
+    x, y = trend.get_data()
+    assert list(x) == list(range(11))  # fitted on January..November, where it holds
+    assert y[-1] > y[0]
+    ringed = ax.collections[0].get_offsets()
+    assert [int(p[0]) for p in ringed] == [11]  # December ringed

@@ -68,7 +68,8 @@ def generate_chart(
 
     Many rows are summed per x (per month for dates) before drawing. Axes are labelled from
     the columns with thousands separators (and the unit, e.g. "USD"); bars start at zero; a
-    line chart of 3+ points shows its least-squares trend and marks anomalies (|z| > 2).
+    line chart of 3+ points shows its least-squares trend (without the last point when that
+    is an anomaly, as detect_trends' without_last) and rings anomalies (|z| > 2).
     """
     from matplotlib.figure import Figure  # the object API: no pyplot registry, no backend switch
 
@@ -100,7 +101,7 @@ def generate_chart(
             ax.set_ylim(bottom=min(0.0, float(np.nanmin(values))) if len(values) else 0)
         else:
             ax.plot(positions, values, marker="o", label=y)
-            _trend(ax, values)
+            _trend(ax, values, labels)
         step = max(1, len(labels) // 24)
         ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
     ax.set_title(title + (f" ({note})" if note else ""))
@@ -127,14 +128,26 @@ def generate_chart(
     return found | ({"aggregated": note} if note else {})
 
 
-def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]], labels: list[str]) -> None:
+    """Draw the least-squares trend and ring the anomalies (|z| > 2, as detect_trends).
+
+    When the last point is an anomaly, the line is fitted without it (as detect_trends'
+    ``without_last``, which the report states): a collapse or spike in the last period
+    would otherwise tilt the whole line.
+    """
     finite = np.isfinite(values)
     if finite.sum() < 3 or not finite.all():
         return
     line = fit(values)
     positions = np.arange(len(values))
-    ax.plot(positions, line.fitted, linestyle="--", color="gray", label=f"trend ({line.direction})")
     odd = np.abs(line.z) > 2
+    if odd[-1] and len(values) >= 4:
+        before = fit(values[:-1])
+        label = f"trend without {labels[-1]} ({before.direction})"
+        ax.plot(positions[:-1], before.fitted, linestyle="--", color="gray", label=label)
+    else:
+        label = f"trend ({line.direction})"
+        ax.plot(positions, line.fitted, linestyle="--", color="gray", label=label)
     if odd.any():
         ax.scatter(
             positions[odd],
