@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from planexec.errors import ToolError
-from planexec.tools.data import calculate_stats, clean_data, detect_trends, load_csv
+from planexec.tools.data import (
+    calculate_stats,
+    clean_data,
+    detect_trends,
+    generate_chart,
+    load_csv,
+)
 from planexec.tools.workspace import use_workspace
 
 PRODUCTS = ["Widget A", "Widget B", "Gadget X", "Gizmo Ü"]
@@ -247,9 +253,16 @@ def test_header_only_file_is_refused(tmp_path):
         lambda: stats_of(tmp_path, "s.csv"),
         lambda: load_csv.invoke({"path": "s.csv"}),
         lambda: clean_data.invoke({"dataset": "s.csv"}),
+        lambda: detect_trends.invoke(
+            {"dataset": "s.csv", "value_column": "revenue", "date_column": "date"}
+        ),
+        lambda: generate_chart.invoke(
+            {"kind": "line", "x": "date", "y": "revenue", "title": "t", "dataset": "s.csv"}
+        ),
     ):
         with use_workspace(tmp_path), pytest.raises(ToolError, match="header but no rows"):
             call()
+    assert not (tmp_path / "chart.png").exists()  # no chart (nor report) of nothing
 
 
 def test_explicit_options_override_sniffing(tmp_path):
