@@ -353,3 +353,13 @@ def test_timezone_aware_parquet_is_read_in_utc(tmp_path):
         "2025-03": 30.75,  # 23:30 and 00:30 (+02:00) on 31 March / 1 April are March in UTC
         "2025-04": 30.0,
     }
+
+
+def test_load_csv_counts_duplicate_rows_exactly(tmp_path):
+    lines = [f"2025-01-{1 + i % 28:02},{PRODUCTS[i % 4]},{i % 7}" for i in range(1000)]
+    write(tmp_path, "s.csv", ["date,product,revenue"] + lines + lines[:13] + [lines[0]] * 3)
+    with use_workspace(tmp_path):
+        loaded = load_csv.invoke({"path": "s.csv"})
+    expected = pd.read_csv(tmp_path / "s.csv").duplicated().sum()
+    assert loaded["duplicate_rows"] == expected
+    assert loaded["rows"] == 1016
