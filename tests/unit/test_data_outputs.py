@@ -168,3 +168,27 @@ def test_a_line_chart_marks_anomalies_and_draws_the_trend_without_a_last_one(tmp
     assert y[-1] > y[0]
     ringed = ax.collections[0].get_offsets()
     assert [int(p[0]) for p in ringed] == [11]  # December ringed
+
+
+def test_a_few_dated_rows_are_drawn_in_time_order(tmp_path, monkeypatch):
+    figures = drawn(monkeypatch)
+    days = [f"2025-{m:02}-15" for m in (3, 1, 12, 2, 7)]
+    pd.DataFrame({"day": days, "revenue": [3, 1, 12, 2, 7]}).to_csv(tmp_path / "s.csv", index=False)
+    with use_workspace(tmp_path):
+        cleaned = clean_data.invoke({"dataset": "s.csv", "date_columns": ["day"]})
+        for dataset in ("s.csv", cleaned["dataset"]):
+            generate_chart.invoke(
+                {"kind": "bar", "x": "day", "y": "revenue", "title": "t", "dataset": dataset}
+            )
+    for figure in figures:
+        ax = figure.axes[0]
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks == sorted(days), ticks  # in time order, without "00:00:00"
+        assert [bar.get_height() for bar in ax.patches] == [1, 2, 3, 7, 12]
+    periods = [{"period": f"2025-{m:02}", "value": m} for m in (2, 1, 3)]
+    with use_workspace(tmp_path):
+        generate_chart.invoke(
+            {"kind": "line", "x": "period", "y": "value", "title": "t", "data": periods}
+        )
+    ticks = [t.get_text() for t in figures[-1].axes[0].get_xticklabels()]
+    assert ticks == ["2025-01", "2025-02", "2025-03"]  # sorted, written as given
