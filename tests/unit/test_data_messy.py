@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from planexec.errors import ToolError
-from planexec.tools.data import calculate_stats, clean_data, detect_trends, load_csv
+from planexec.tools.data import (
+    calculate_stats,
+    clean_data,
+    detect_trends,
+    generate_chart,
+    load_csv,
+)
 from planexec.tools.workspace import use_workspace
 
 PRODUCTS = ["Widget A", "Widget B", "Gadget X", "Gizmo Ü"]
@@ -247,9 +253,16 @@ def test_header_only_file_is_refused(tmp_path):
         lambda: stats_of(tmp_path, "s.csv"),
         lambda: load_csv.invoke({"path": "s.csv"}),
         lambda: clean_data.invoke({"dataset": "s.csv"}),
+        lambda: detect_trends.invoke(
+            {"dataset": "s.csv", "value_column": "revenue", "date_column": "date"}
+        ),
+        lambda: generate_chart.invoke(
+            {"kind": "line", "x": "date", "y": "revenue", "title": "t", "dataset": "s.csv"}
+        ),
     ):
         with use_workspace(tmp_path), pytest.raises(ToolError, match="header but no rows"):
             call()
+    assert not (tmp_path / "chart.png").exists()  # no chart (nor report) of nothing
 
 
 def test_explicit_options_override_sniffing(tmp_path):
@@ -340,3 +353,13 @@ def test_timezone_aware_parquet_is_read_in_utc(tmp_path):
         "2025-03": 30.75,  # 23:30 and 00:30 (+02:00) on 31 March / 1 April are March in UTC
         "2025-04": 30.0,
     }
+
+
+def test_load_csv_counts_duplicate_rows_exactly(tmp_path):
+    lines = [f"2025-01-{1 + i % 28:02},{PRODUCTS[i % 4]},{i % 7}" for i in range(1000)]
+    write(tmp_path, "s.csv", ["date,product,revenue"] + lines + lines[:13] + [lines[0]] * 3)
+    with use_workspace(tmp_path):
+        loaded = load_csv.invoke({"path": "s.csv"})
+    expected = pd.read_csv(tmp_path / "s.csv").duplicated().sum()
+    assert loaded["duplicate_rows"] == expected
+    assert loaded["rows"] == 1016

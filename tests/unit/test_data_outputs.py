@@ -93,3 +93,102 @@ def test_last_month_anomaly_is_reported_with_the_trend_without_it(tmp_path):
     assert "| 1 | duplicate rows (same values in every column) |" in report
     assert "| 1 | no value in 'date' |" in report
     assert "20,001 kept" in report
+
+
+def test_stats_and_trends_read_only_the_columns_they_use(tmp_path, monkeypatch):
+    sales(tmp_path, rows=500)
+    read: list[object] = []
+    real_csv, real_parquet = pd.read_csv, pd.read_parquet
+    monkeypatch.setattr(
+        pd, "read_csv", lambda *a, **k: read.append(k.get("usecols")) or real_csv(*a, **k)
+    )
+    monkeypatch.setattr(
+        pd, "read_parquet", lambda *a, **k: read.append(k.get("columns")) or real_parquet(*a, **k)
+    )
+    with use_workspace(tmp_path):
+        calculate_stats.invoke(
+            {"dataset": "s.csv", "value_column": "revenue", "date_column": "date"}
+        )
+        detect_trends.invoke({"dataset": "s.csv", "value_column": "revenue", "date_column": "date"})
+        cleaned = clean_data.invoke({"dataset": "s.csv"})
+        read.clear()  # clean_data reads every column: it writes them all
+        calculate_stats.invoke({"dataset": cleaned["dataset"], "value_column": "revenue"})
+    assert read == [["revenue"]]  # the cleaned Parquet: one column of three
+    read.clear()
+    with use_workspace(tmp_path):
+        calculate_stats.invoke(
+            {"dataset": "s.csv", "value_column": "revenue", "date_column": "date"}
+        )
+        detect_trends.invoke({"dataset": "s.csv", "value_column": "revenue", "date_column": "date"})
+    assert read == [["revenue", "date"], ["revenue", "date"]]  # never "id"
+
+
+def drawn(monkeypatch) -> list:
+    """Keep each figure generate_chart saves, to look at its axes."""
+    from matplotlib.figure import Figure
+
+    figures: list = []
+    real = Figure.savefig
+    monkeypatch.setattr(
+        Figure, "savefig", lambda self, *a, **k: figures.append(self) or real(self, *a, **k)
+    )
+    return figures
+
+
+def test_a_bar_chart_starts_at_zero_with_currency_and_thousands(tmp_path, monkeypatch):
+    figures = drawn(monkeypatch)
+    rows = [{"period": f"2025-{m:02}", "value": 50_000 + 1_000 * m} for m in range(1, 13)]
+    with use_workspace(tmp_path):
+        out = generate_chart.invoke(
+            {"kind": "bar", "x": "period", "y": "value", "title": "t", "data": rows, "unit": "USD"}
+        )
+    ax = figures[0].axes[0]
+    assert ax.get_ylim()[0] == 0  # not 51,000: bars are lengths
+    assert (
+        (ax.get_xlabel(), ax.get_ylabel())
+        == ("period", "value (USD)")
+        == (out["x_label"], out["y_label"])
+    )
+    assert ax.yaxis.get_major_formatter()(60_000, 0) == "$60,000"
+
+
+def test_a_line_chart_marks_anomalies_and_draws_the_trend_without_a_last_one(tmp_path, monkeypatch):
+    figures = drawn(monkeypatch)
+    sales(tmp_path)  # December collapses
+    with use_workspace(tmp_path):
+        generate_chart.invoke(
+            {"kind": "line", "x": "date", "y": "revenue", "title": "t", "dataset": "s.csv"}
+        )
+    ax = figures[0].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["revenue", "trend without 2025-12 (up)", "anomaly"], labels
+    trend = next(line for line in ax.get_lines() if line.get_linestyle() == "--")
+    x, y = trend.get_data()
+    assert list(x) == list(range(11))  # fitted on January..November, where it holds
+    assert y[-1] > y[0]
+    ringed = ax.collections[0].get_offsets()
+    assert [int(p[0]) for p in ringed] == [11]  # December ringed
+
+
+def test_a_few_dated_rows_are_drawn_in_time_order(tmp_path, monkeypatch):
+    figures = drawn(monkeypatch)
+    days = [f"2025-{m:02}-15" for m in (3, 1, 12, 2, 7)]
+    pd.DataFrame({"day": days, "revenue": [3, 1, 12, 2, 7]}).to_csv(tmp_path / "s.csv", index=False)
+    with use_workspace(tmp_path):
+        cleaned = clean_data.invoke({"dataset": "s.csv", "date_columns": ["day"]})
+        for dataset in ("s.csv", cleaned["dataset"]):
+            generate_chart.invoke(
+                {"kind": "bar", "x": "day", "y": "revenue", "title": "t", "dataset": dataset}
+            )
+    for figure in figures:
+        ax = figure.axes[0]
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert ticks == sorted(days), ticks  # in time order, without "00:00:00"
+        assert [bar.get_height() for bar in ax.patches] == [1, 2, 3, 7, 12]
+    periods = [{"period": f"2025-{m:02}", "value": m} for m in (2, 1, 3)]
+    with use_workspace(tmp_path):
+        generate_chart.invoke(
+            {"kind": "line", "x": "period", "y": "value", "title": "t", "data": periods}
+        )
+    ticks = [t.get_text() for t in figures[-1].axes[0].get_xticklabels()]
+    assert ticks == ["2025-01", "2025-02", "2025-03"]  # sorted, written as given

@@ -10,7 +10,8 @@ from langchain_core.tools import tool
 
 from planexec.errors import ToolError
 from planexec.tools.data.columns import Columns, by_period, read_columns
-from planexec.tools.data.reading import ReadOptions, Source
+from planexec.tools.data.dates import as_dates
+from planexec.tools.data.reading import ReadOptions, Source, is_text
 from planexec.tools.data.trends import fit
 from planexec.tools.workspace import current_workspace
 
@@ -31,16 +32,41 @@ def _points(
         return sampled.set_index("x")["y"], f"{len(sampled):,} of {len(both):,} points" if len(
             both
         ) > MAX_SCATTER else ""
+    dates = _dates(cols, x, options)
+    if dates is not None:
+        if len(frame) <= MAX_POINTS and dates.is_unique:  # each row a point, in time order
+            order = dates.dropna().sort_values(kind="stable").index
+            when = dates[order]
+            shown = "%Y-%m-%d" if (when.dt.normalize() == when).all() else "%Y-%m-%d %H:%M"
+            labels = frame[x][order] if is_text(frame[x]) else when.dt.strftime(shown)
+            return pd.Series(ys[order].to_numpy(), index=labels.astype(str)), ""
+        series = by_period(ys, dates, "M", "sum")
+        return series.set_axis(series.index.astype(str)), "sum per month"
     if len(frame) <= MAX_POINTS and frame[x].is_unique:
         return pd.Series(ys.to_numpy(), index=frame[x].astype(str)), ""
-    if "date" in x.lower() or pd.api.types.is_datetime64_any_dtype(frame[x].dtype):
-        series = by_period(ys, cols.dates(x, options), "M", "sum")
-        return series.set_axis(series.index.astype(str)), "sum per month"
     grouped = ys.groupby(frame[x].astype(str)).sum().sort_values(ascending=False)
     limit = MAX_SLICES if kind == "pie" else 30
     return grouped.head(limit), f"sum per {x}, top {limit}" if len(
         grouped
     ) > limit else f"sum per {x}"
+
+
+def _dates(cols: Columns, x: str, options: ReadOptions | None) -> pd.Series[Any] | None:
+    """Return x as dates when it holds dates (named like "date": it must), else None."""
+    series = cols.frame[x]
+    if "date" in x.lower() or pd.api.types.is_datetime64_any_dtype(series.dtype):
+        return cols.dates(x, options)
+    if not is_text(series):
+        return None
+    try:  # a sample first: a column of names or ids costs no full parse
+        if as_dates(series.dropna().head(1000), x).lost:
+            return None
+        coerced = as_dates(series, x, (options or ReadOptions()).date_format)
+    except ToolError:
+        return None  # text that is not dates: categories
+    if coerced.lost:
+        return None
+    return coerced.values
 
 
 def _money(ax: Any, unit: str | None) -> Any:
@@ -68,7 +94,8 @@ def generate_chart(
 
     Many rows are summed per x (per month for dates) before drawing. Axes are labelled from
     the columns with thousands separators (and the unit, e.g. "USD"); bars start at zero; a
-    line chart of 3+ points shows its least-squares trend and marks anomalies (|z| > 2).
+    line chart of 3+ points shows its least-squares trend (without the last point when that
+    is an anomaly, as detect_trends' without_last) and rings anomalies (|z| > 2).
     """
     from matplotlib.figure import Figure  # the object API: no pyplot registry, no backend switch
 
@@ -100,7 +127,7 @@ def generate_chart(
             ax.set_ylim(bottom=min(0.0, float(np.nanmin(values))) if len(values) else 0)
         else:
             ax.plot(positions, values, marker="o", label=y)
-            _trend(ax, values)
+            _trend(ax, values, labels)
         step = max(1, len(labels) // 24)
         ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
     ax.set_title(title + (f" ({note})" if note else ""))
@@ -127,14 +154,26 @@ def generate_chart(
     return found | ({"aggregated": note} if note else {})
 
 
-def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]]) -> None:
+def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]], labels: list[str]) -> None:
+    """Draw the least-squares trend and ring the anomalies (|z| > 2, as detect_trends).
+
+    When the last point is an anomaly, the line is fitted without it (as detect_trends'
+    ``without_last``, which the report states): a collapse or spike in the last period
+    would otherwise tilt the whole line.
+    """
     finite = np.isfinite(values)
     if finite.sum() < 3 or not finite.all():
         return
     line = fit(values)
     positions = np.arange(len(values))
-    ax.plot(positions, line.fitted, linestyle="--", color="gray", label=f"trend ({line.direction})")
     odd = np.abs(line.z) > 2
+    if odd[-1] and len(values) >= 4:
+        before = fit(values[:-1])
+        label = f"trend without {labels[-1]} ({before.direction})"
+        ax.plot(positions[:-1], before.fitted, linestyle="--", color="gray", label=label)
+    else:
+        label = f"trend ({line.direction})"
+        ax.plot(positions, line.fitted, linestyle="--", color="gray", label=label)
     if odd.any():
         ax.scatter(
             positions[odd],
