@@ -241,7 +241,7 @@ def test_the_approval_shows_what_the_plan_will_cost_and_its_slowest_chain(use_mo
     assert found["budgets"] == {"max_tokens": 50_000.0, "max_cost": 0.5}
     text = request["description"]
     assert "Expected for this plan: 1–3 model calls" in text
-    assert "Slowest chain: steps 1 → 2 → 3, about 2.5 s plus 1 step(s) of unknown time." in text
+    assert "Slowest chain: steps 1 → 2 → 3, about 2.5 s plus 1 step of unknown time." in text
     assert "Budgets of this run: at most 50,000 tokens · $0.5000." in text
 
 
@@ -263,7 +263,7 @@ def test_the_cli_shows_the_estimate_and_ends_a_run_on_its_token_budget(tmp_path,
         app, ["run", "write a", *common, "--workspace", "ws", "--max-tokens", "100000"], input="c\n"
     )
     assert "Expected for this plan: 0 model calls, about 0 tokens" in shown.output, shown.output
-    assert "Spent so far: 1 model calls" in shown.output
+    assert "Spent so far: 1 model call, " in shown.output
     assert "Budgets of this run: at most 100,000 tokens." in shown.output
 
     spent = CliRunner().invoke(

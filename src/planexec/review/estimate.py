@@ -166,21 +166,24 @@ def estimate_lines(found: Estimate) -> list[str]:
     expected, spent, chain = found["expected"], found["spent"], found["time"]
     calls_low, calls_high = expected["calls"]
     lines = [
-        f"Expected for this plan: {_range(calls_low, calls_high, '{:,}')} model calls, about "
-        f"{_range(*expected['tokens'], '{:,}')} tokens, "
+        f"Expected for this plan: {_range(calls_low, calls_high, '{:,}')} "
+        f"{_plural(calls_high, 'model call')}, about "
+        f"{_range(*expected['tokens'], '{:,}')} {_plural(expected['tokens'][1], 'token')}, "
         + (_range(*expected["cost"], "${:.4f}") if expected["cost"] else "cost unknown (no price)")
         + " (estimate).",
-        f"Spent so far: {spent['calls']:,} model calls, {spent['tokens']:,} tokens, "
+        f"Spent so far: {spent['calls']:,} {_plural(spent['calls'], 'model call')}, "
+        f"{spent['tokens']:,} {_plural(spent['tokens'], 'token')}, "
         + (f"${spent['cost']:.4f}." if spent["cost"] is not None else "cost unknown (no price)."),
     ]
     if chain["chain"]:
+        steps = _plural(len(chain["chain"]), "step")
         path = " → ".join(str(sid) for sid in chain["chain"])
         untimed = chain["undeclared"]
         if untimed == len(chain["chain"]):
-            lines.append(f"Slowest chain: steps {path} (no tool on it declares a typical time).")
+            lines.append(f"Slowest chain: {steps} {path} (no tool on it declares a typical time).")
         else:
-            note = f" plus {untimed} step(s) of unknown time" if untimed else ""
-            lines.append(f"Slowest chain: steps {path}, about {chain['seconds']:.1f} s{note}.")
+            note = f" plus {untimed} {_plural(untimed, 'step')} of unknown time" if untimed else ""
+            lines.append(f"Slowest chain: {steps} {path}, about {chain['seconds']:.1f} s{note}.")
     budgets = found["budgets"]
     if budgets:
         shown = {
@@ -194,6 +197,10 @@ def estimate_lines(found: Estimate) -> list[str]:
             + "."
         )
     return lines
+
+
+def _plural(count: float, word: str) -> str:
+    return word if count == 1 else f"{word}s"
 
 
 def _range(low: float, high: float, form: str) -> str:
