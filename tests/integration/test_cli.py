@@ -64,8 +64,8 @@ def test_demo_report_matches_pandas(env):
     change = 100 * (monthly.iloc[-1] / monthly.iloc[0] - 1)
     change_without = 100 * (monthly.iloc[-2] / monthly.iloc[0] - 1)
     assert f"totals {clean['revenue'].sum():,.2f}" in headline, headline
-    assert f"up {change:,.2f}% from 2025-01 to 2025-12" in headline, headline
-    assert f"2025-12 is an anomaly: without it, up {change_without:,.2f}%" in headline, headline
+    assert f"The trend is up (+{change:,.2f}% from 2025-01 to 2025-12)" in headline, headline
+    assert f"2025-12 is an anomaly: without it, up (+{change_without:,.2f}%)" in headline, headline
     dropped = len(raw) - len(clean)
     assert f"{dropped:,} of {len(raw):,} rows were removed in cleaning" in headline, headline
     assert not re.search(r"\d{4,}\.\d|\.\d{3,}", report), "an unformatted number"

@@ -192,3 +192,18 @@ def test_a_few_dated_rows_are_drawn_in_time_order(tmp_path, monkeypatch):
         )
     ticks = [t.get_text() for t in figures[-1].axes[0].get_xticklabels()]
     assert ticks == ["2025-01", "2025-02", "2025-03"]  # sorted, written as given
+
+
+def test_the_headline_gives_a_flat_trend_and_its_change_apart():
+    from planexec.tools.data.report import headline
+
+    trends = {
+        "direction": "flat",
+        "change_pct": -2.8912,
+        "first": {"period": "2025-01"},
+        "last": {"period": "2025-12"},
+    }
+    said = headline(None, trends, None)
+    assert said == "The trend is flat (-2.89% from 2025-01 to 2025-12)."
+    rising = {**trends, "direction": "up", "change_pct": 12.5}
+    assert headline(None, rising, None) == "The trend is up (+12.50% from 2025-01 to 2025-12)."

@@ -21,6 +21,12 @@ def fmt(value: Any) -> str:
     return "—" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
 
 
+def signed(value: Any) -> str:
+    """Format a change with its sign (+2.50, -2.89), like :func:`fmt` otherwise."""
+    text = fmt(value)
+    return f"+{text}" if isinstance(value, int | float) and value > 0 else text
+
+
 def table(rows: list[dict[str, Any]]) -> str:
     """Render rows as a Markdown table (their keys as headers)."""
     if not rows:
@@ -50,14 +56,14 @@ def headline(
     if trends and trends.get("direction"):
         first, last = trends.get("first", {}), trends.get("last", {})
         trend = (
-            f"The trend is {trends['direction']} {fmt(trends.get('change_pct'))}% "
-            f"from {first.get('period')} to {last.get('period')}"
+            f"The trend is {trends['direction']} ({signed(trends.get('change_pct'))}% "
+            f"from {first.get('period')} to {last.get('period')})"
         )
         without = trends.get("without_last")
         if without:
             trend += (
                 f", but {last.get('period')} is an anomaly: without it, "
-                f"{without.get('direction')} {fmt(without.get('change_pct'))}%"
+                f"{without.get('direction')} ({signed(without.get('change_pct'))}%)"
             )
         said.append(trend + ".")
     if cleaning and isinstance(cleaning.get("rows_before"), int):
