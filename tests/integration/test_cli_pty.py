@@ -187,6 +187,22 @@ def test_approval_never_still_shows_the_plan_that_runs(tmp_path):
     assert text.index(running) < text.index("✔ step 1 done")
 
 
+def test_a_step_started_as_the_plan_is_written_shows_its_own_arguments(tmp_path):
+    # the plan writes its own ids, not in position order: each line names its own step
+    plan = plan_of(
+        step(2, "list_files", {"folder": "second"}), step(1, "list_files", {"folder": "first"})
+    )
+    (tmp_path / "ws" / "first").mkdir(parents=True)
+    (tmp_path / "ws" / "second").mkdir()
+    planner = script(tmp_path / "p.json", plan)
+    child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",
+                  "--approval", "never")  # fmt: skip
+    text, code = finish(child)
+    assert code == 0, text
+    assert '▶ step 1 running (list_files {"folder": "first"}) as the plan is written' in text
+    assert '▶ step 2 running (list_files {"folder": "second"}) as the plan is written' in text
+
+
 def test_ctrl_c_while_the_planner_works_exits_130_with_the_resume_command(tmp_path):
     planner = script(tmp_path / "p.json", plan_of(step(1, "list_files", {})))
     child = spawn(tmp_path, "run", "look", "--planner-model", planner, "--workspace", "ws",

@@ -60,6 +60,24 @@ def result(ws: Path, thread_id: str) -> dict:
     return json.loads((ws / f"result-{thread_id}.json").read_text())
 
 
+def streamed_script(path: Path, plan: dict) -> None:
+    """The planner's script: the plan, streamed in small pieces as a real model writes it."""
+    reply = {"tool_calls": [{"name": "Plan", "args": plan}]}
+    path.write_text(json.dumps({"replies": [reply], "stream_chunk_chars": 16}))
+
+
+def kill_during_steps_3_and_4(proc: subprocess.Popen, ws: Path) -> None:
+    deadline = time.time() + 60
+    while lines(ws) != ["one", "two"]:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "steps 1 and 2 never finished"
+        time.sleep(0.02)
+    time.sleep(0.3)  # steps 3 and 4 are running now
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert lines(ws) == ["one", "two"]
+
+
 @pytest.fixture
 def script(tmp_path) -> Path:
     path = tmp_path / "planner.json"
@@ -81,39 +99,12 @@ def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, script,
     finish(worker("start", db("reference"), reference_ws, reference_tid, script, mode))
 
     ws, thread_id = tmp_path / "ws", str(uuid.uuid4())
-    proc = worker("start", db("runs"), ws, thread_id, script, mode)
-    deadline = time.time() + 60
-    while lines(ws) != ["one", "two"]:
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "steps 1 and 2 never finished"
-        time.sleep(0.02)
-    time.sleep(0.3)  # steps 3 and 4 are running now
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert lines(ws) == ["one", "two"]
+    kill_during_steps_3_and_4(worker("start", db("runs"), ws, thread_id, script, mode), ws)
 
     finish(worker("resume", db("runs"), ws, thread_id, script, mode))
     assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
     assert result(ws, thread_id) == result(reference_ws, reference_tid)
     assert result(ws, thread_id)["final"]["status"] == "succeeded"
-
-
-def streamed_script(path: Path, plan: dict) -> None:
-    """The planner's script: the plan, streamed in small pieces as a real model writes it."""
-    reply = {"tool_calls": [{"name": "Plan", "args": plan}]}
-    path.write_text(json.dumps({"replies": [reply], "stream_chunk_chars": 16}))
-
-
-def kill_during_steps_3_and_4(proc: subprocess.Popen, ws: Path) -> None:
-    deadline = time.time() + 60
-    while lines(ws) != ["one", "two"]:
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "steps 1 and 2 never finished"
-        time.sleep(0.02)
-    time.sleep(0.3)  # steps 3 and 4 are running now
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert lines(ws) == ["one", "two"]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

@@ -169,3 +169,55 @@ def test_a_reply_cut_off_after_steps_started_is_asked_again_and_no_step_runs_twi
     assert sorted(CALLS) == ["a", "b after A", "d after MODEL SAYS HI", "e"]  # each once
     state = graph.get_state(config).values
     assert all(r["status"] == "succeeded" for r in state["steps"].values())
+
+
+class AlwaysDropped(ScriptedChatModel):
+    """Streams half its plan, then fails: each time, after step 1 has run."""
+
+    error: str = "connection"
+    _calls: list[bool] = PrivateAttr(default_factory=list)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+        self._calls.append(True)
+        yield from chunks[: len(chunks) // 2]
+        CALLED.wait(timeout=10)
+        if self.error == "connection":
+            raise ConnectionError("the connection dropped mid-reply")
+        raise ValueError("the provider sent garbage")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("error", ["connection", "garbage"])
+def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_recorded(
+    tmp_path, monkeypatch, asynchronous, error
+):
+    monkeypatch.setattr("planexec.execution.streaming.time.sleep", lambda s: None)
+    monkeypatch.setattr("planexec.execution.streaming.asyncio.sleep", _no_wait)
+    monkeypatch.chdir(tmp_path)
+    planner = AlwaysDropped(replies=[plan_reply(PLAN, match=".")], stream_chunk_chars=8)
+    planner.error = error
+    graph = graph_for("never", planner)
+    config = {"configurable": {"thread_id": f"k-{asynchronous}-{error}"}}
+    result = run(graph, config, {"task": "mark things"}, asynchronous)  # no exception
+    assert CALLS == ["a", "b after A"]  # the half written: each once (no retry of the node)
+    assert len(planner._calls) == (3 if error == "connection" else 1)
+    state = graph.get_state(config)
+    assert not state.next  # the run ended; the thread takes a new task
+    assert "the planner model failed after steps had started" in result["final"]["answer"]
+    (revision,) = state.values["revisions"]
+    assert [s["args"] for s in revision["plan"]["steps"]] == [{"text": "a"}, {"text": "b after $1"}]
+    assert {k: r["status"] for k, r in revision["outcomes"].items()} == {
+        "1": "succeeded",
+        "2": "succeeded",
+    }
+
+
+async def _no_wait(seconds: float) -> None:
+    return None

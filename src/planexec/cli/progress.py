@@ -29,7 +29,7 @@ class Progress:
         self.out, self.activity, self.board = out, activity, board
         self.models = set(WORK) - (set() if judge else {"evaluator"})
         self.planning = False  # the planner is writing a plan
-        self.streamed: dict[int, str] = {}  # its steps so far, as written: "tool {args}"
+        self.streamed: dict[int, str] = {}  # its steps so far by id, as written: "tool {args}"
 
     def __call__(self, event: StepEvent) -> None:
         """Show one event (unknown events show nothing)."""
@@ -42,7 +42,10 @@ class Progress:
             by = "replanner" if event.get("by") == "replanner" else "planner"
             written = event.get("index", 0)  # 1 for the first step
             if by == "planner" and event.get("draft") == 1:
-                self.streamed[written] = step_text(event.get("written"))
+                shown = event.get("written")
+                sid = shown.get("id") if isinstance(shown, dict) else None
+                # steps events name steps by id: the plan's own where it writes them
+                self.streamed[sid if isinstance(sid, int) else written] = step_text(shown)
             self.activity.relabel(
                 by, f"{WORK[by][0]} ({written} step{'' if written == 1 else 's'} so far)"
             )

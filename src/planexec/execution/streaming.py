@@ -25,8 +25,9 @@ from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
+from langgraph.errors import GraphBubbleUp
 
-from planexec.budget import Budget
+from planexec.budget import Budget, BudgetExhausted
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
@@ -44,7 +45,10 @@ from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import step_digest, topological_order
 from planexec.records import current_records, record_key
 from planexec.sandbox import Sandbox
+from planexec.secrets import redact
 from planexec.state import PlanDoc, Revision, RoleUsage, State, StepDoc, StepRecord, add_usage
+from planexec.storable import storable_text
+from planexec.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
 
 StepTask = Callable[[StepDoc], StepFuture]
@@ -271,6 +275,25 @@ class StreamingRound:
 REDRAFTS = 2
 """Times a reply cut off after steps started is asked for again (3 attempts in all)."""
 
+KEEP_RAISING = (BudgetExhausted, CheckpointStoreError, GraphBubbleUp)
+"""Errors that leave the node even after steps started: each is recorded or resumed as such."""
+
+
+def _after_failure(streaming: StreamingRound, failure: Exception) -> Draft:
+    """Return the draft of a planner that failed after steps started: no plan, and why.
+
+    The node then ends the run with that error and the started steps kept as a revision, and
+    stays resumable: no exception leaves it (a retry of the node would run them again, and a
+    resume under a stricter policy would not see them).
+    """
+    streaming.closed = True
+    said = redact(f"{type(failure).__name__}: {failure}", streaming.round.secrets)
+    return Draft(
+        plan=None,
+        errors=[storable_text(f"the planner model failed after steps had started: {said}")],
+        attempts=1,
+    )
+
 
 # Hand-rolled, not the planner's RetryPolicy: LangGraph gives a node's finished tasks back to
 # it on a resume, not on a retry of the node, whose steps would then run a second time.
@@ -284,28 +307,34 @@ def draft_and_run(
     """Draft a plan whose steps start as it streams (sync runs); return it and ``ran_all``.
 
     ``ran_all`` says whether the whole plan ran in this round. Every started step has ended
-    when this returns or raises. A reply cut off by a transient error after steps started is
-    asked for again here, in a new conversation from ``again`` (the new plan's steps start
-    only after it, in the executor).
+    when this returns or raises. Once a step has started, a failing model no longer raises
+    (see :func:`_after_failure`); a reply cut off by a transient error is first asked for
+    again here, in a new conversation from ``again`` (its steps then start in the executor).
     """
     with running(streaming.round):
         try:
             try:
                 draft = draft_plan(model, conversation, config, on_step=streaming.offer)
                 return draft, streaming.start_rest(draft)
+            except KEEP_RAISING:
+                raise
             except Exception as exc:
-                if not streaming.calls or not is_transient(exc):
-                    raise
+                if not streaming.calls:
+                    raise  # nothing ran: the node's RetryPolicy may try again
+                failure = exc
             streaming.closed = True
             streaming.wait()
-            for attempt in range(1, REDRAFTS + 1):
+            for attempt in range(1, REDRAFTS + 1 if is_transient(failure) else 1):
                 time.sleep(2 ** (attempt - 1))
                 try:
                     return draft_plan(model, again(), config), False
+                except KEEP_RAISING:
+                    raise
                 except Exception as exc:
-                    if attempt == REDRAFTS or not is_transient(exc):
-                        raise
-            raise AssertionError("unreachable")  # pragma: no cover
+                    failure = exc
+                    if not is_transient(exc):
+                        break
+            return _after_failure(streaming, failure), False
         finally:
             streaming.wait()  # whatever happens, no started step is left behind
 
@@ -326,19 +355,25 @@ async def adraft_and_run(
             try:
                 draft = await adraft_plan(model, conversation, config, on_step=streaming.offer)
                 return draft, streaming.start_rest(draft)
+            except KEEP_RAISING:
+                raise
             except Exception as exc:
-                if not streaming.calls or not is_transient(exc):
-                    raise
+                if not streaming.calls:
+                    raise  # nothing ran: the node's RetryPolicy may try again
+                failure = exc
             streaming.closed = True
             await streaming.await_all()
-            for attempt in range(1, REDRAFTS + 1):
+            for attempt in range(1, REDRAFTS + 1 if is_transient(failure) else 1):
                 await asyncio.sleep(2 ** (attempt - 1))
                 try:
                     fresh = await asyncio.to_thread(again)
                     return await adraft_plan(model, fresh, config), False
+                except KEEP_RAISING:
+                    raise
                 except Exception as exc:
-                    if attempt == REDRAFTS or not is_transient(exc):
-                        raise
-            raise AssertionError("unreachable")  # pragma: no cover
+                    failure = exc
+                    if not is_transient(exc):
+                        break
+            return _after_failure(streaming, failure), False
         finally:
-            await streaming.await_all()  # whatever happens, no started step is left behind
+            await streaming.await_all()  # whatever happens, no step is left behind
