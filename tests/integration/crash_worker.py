@@ -85,6 +85,7 @@ def save(workspace: str, thread_id: str, out: dict) -> None:
                 "final": out.get("final"),
                 "steps": {
                     k: {"status": v["status"], "output": v.get("output")}
+                    | ({"error": v["error"]} if v.get("error") else {})
                     for k, v in out.get("steps", {}).items()
                 },
             }

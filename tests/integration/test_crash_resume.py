@@ -121,6 +121,27 @@ def test_a_run_killed_while_its_plan_streamed_resumes_without_rerunning_steps(tm
     assert result(ws, thread_id)["final"]["status"] == "succeeded"
 
 
+def test_a_run_killed_while_its_plan_streamed_and_resumed_under_a_stricter_policy(tmp_path):
+    # started under never, resumed under first: the planner run keeps the policy it started
+    # with, so the steps that ran are found and recorded; the human then approves the plan,
+    # and nothing runs twice
+    script = tmp_path / "streamed.json"
+    streamed_script(script, PLAN)
+    db, ws, thread_id = str(tmp_path / "runs.db"), tmp_path / "ws", str(uuid.uuid4())
+    kill_during_steps_3_and_4(worker("run", db, ws, thread_id, script, "sync-never"), ws)
+
+    finish(worker("resume", db, ws, thread_id, script, "sync"))  # policy first: it asks
+    waiting = result(ws, thread_id)
+    assert waiting["final"] is None
+    assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
+    assert {k: s["status"] for k, s in waiting["steps"].items()} == dict.fromkeys(
+        ["1", "2", "3", "4", "5"], "succeeded"
+    )
+    finish(worker("approve", db, ws, thread_id, script, "sync"))
+    assert result(ws, thread_id)["final"]["status"] == "succeeded"
+    assert len(lines(ws)) == 5
+
+
 def test_a_plan_written_differently_after_the_kill_never_takes_another_steps_result(tmp_path):
     script = tmp_path / "streamed.json"
     streamed_script(script, PLAN)
@@ -134,6 +155,8 @@ def test_a_plan_written_differently_after_the_kill_never_takes_another_steps_res
     out = result(ws, thread_id)
     assert "TWO" not in lines(ws)  # step 2's call was answered from the checkpoint, not run
     assert out["steps"]["2"]["status"] == "failed"  # and that answer was not taken as its own
+    assert "another step 2 ran in its place" in out["steps"]["2"]["error"]
+    assert '"label": "two"' in out["steps"]["2"]["error"]  # what ran there is told
     assert out["steps"]["1"] == {"status": "succeeded", "output": {"label": "one"}}
     assert out["final"]["status"] != "succeeded"
 

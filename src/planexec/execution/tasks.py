@@ -76,12 +76,14 @@ def result_of(fut: StepFuture, step: StepDoc) -> StepOutcome:
             f"replayed result of step {result.get('id')} came back for step {step['id']}"
         )
     if result.get("ran", ran_digest(step)) != ran_digest(step):
+        earlier = result.get("error") or result.get("summary") or ""
         return outcome(
             step["id"],
             "failed",
             error=f"before this run was resumed, another step {step['id']} ran in its place "
-            "(the plan was written again after a crash or a retry while it streamed): its "
-            "result is not this step's, and this step did not run",
+            f"(the plan was written again after a crash while it streamed; that step "
+            f"{result.get('status')}: {earlier}): its result is not this step's, and this "
+            "step did not run",
         )
     return result
 

@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.func import task
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
@@ -23,7 +24,7 @@ from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import to_doc
 from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
-from planexec.review.policy import runs_unapproved
+from planexec.review.policy import effective_policy, runs_unapproved
 from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State
 from planexec.store_guard import CheckpointStoreError
@@ -78,6 +79,26 @@ def _conversation(state: State, ctx: Context, *, tools: ToolRegistry, sandbox: S
     )
 
 
+def _policy_of_run(policy: ApprovalPolicy) -> ApprovalPolicy:
+    """Durable task: the approval policy this planner run started under (given back as is).
+
+    A planner run resumed after a crash gets back the policy it started with, not the
+    resume's: steps it started while the plan streamed (``never``) are found again (their
+    tasks replayed and recorded), whatever policy the resume asks for.
+    """
+    return policy
+
+
+async def _apolicy_of_run(policy: ApprovalPolicy) -> ApprovalPolicy:
+    """Durable task: :func:`_policy_of_run` for async runs (the same task name)."""
+    return policy
+
+
+_policy_of_run.__name__ = _apolicy_of_run.__name__ = "planner_policy"
+planner_policy = task(_policy_of_run)
+aplanner_policy = task(_apolicy_of_run)
+
+
 def plan(
     state: State,
     config: RunnableConfig,
@@ -94,10 +115,12 @@ def plan(
 
     When no one approves plans (the stricter of ``operator_policy`` and the run's is
     ``never``), the plan's steps start while the model writes it
-    (:mod:`planexec.execution.streaming`), and the first round runs here.
+    (:mod:`planexec.execution.streaming`), and the first round runs here. A resumed planner
+    run keeps the policy it started with (:func:`_policy_of_run`).
     """
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
+    policy = planner_policy(effective_policy(operator_policy, ctx.approval)).result()
     budget = run_budget(state, ctx)
     found = recall(state, ctx, runtime.store)
     if found is not None:
@@ -122,7 +145,7 @@ def plan(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
     call_config = counter.config(models.internal_call("planner model"))
-    if runs_unapproved(operator_policy, ctx.approval):
+    if runs_unapproved(policy):
         streaming = StreamingRound.open(
             state,
             config,
@@ -164,6 +187,7 @@ async def aplan(
     """Ask the planner model for a plan (async runs: ``ainvoke``, the LangGraph server)."""
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
+    policy = await aplanner_policy(effective_policy(operator_policy, ctx.approval))
     budget = run_budget(state, ctx)
     found = await asyncio.to_thread(recall, state, ctx, runtime.store)  # the store may block
     if found is not None:
@@ -189,7 +213,7 @@ async def aplan(
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
     call_config = counter.config(models.internal_call("planner model"))
-    if runs_unapproved(operator_policy, ctx.approval):
+    if runs_unapproved(policy):
         streaming = await asyncio.to_thread(  # touches the disk (the workspace)
             partial(
                 StreamingRound.open,

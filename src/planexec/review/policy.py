@@ -18,14 +18,14 @@ def effective_policy(operator: ApprovalPolicy, requested: ApprovalPolicy) -> App
     return max(operator, requested, key=POLICY_ORDER.__getitem__)
 
 
-def runs_unapproved(operator: ApprovalPolicy, requested: ApprovalPolicy) -> bool:
-    """Say whether no plan of the run needs a human: the policy in force is ``never``.
+def runs_unapproved(policy: ApprovalPolicy) -> bool:
+    """Say whether no plan needs a human under ``policy`` (the one in force): ``never``.
 
     Then the planner starts steps while it writes the plan
     (:mod:`planexec.execution.streaming`); with any other policy nothing runs before the
     approval node has recorded the plan's approval.
     """
-    return effective_policy(operator, requested) == "never"
+    return policy == "never"
 
 
 def needs_approval(state: State, policy: ApprovalPolicy, tools: ToolRegistry, digest: str) -> bool:
