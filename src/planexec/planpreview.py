@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import ijson
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, BaseMessageChunk
 from langgraph.config import get_stream_writer
 
 from planexec.replystream import watching
@@ -47,9 +47,10 @@ class PlanPreview:
     def __init__(self, by: str, draft: int, on_step: StepsSeen | None = None) -> None:
         """Preview the ``draft``-th attempt of the ``by`` role (planner or replanner).
 
-        ``on_step`` is also given the steps each chunk completes, as streamed (None for one
-        that cannot be: unstorable or too big), with their positions: the plan's steps may
-        start as they come (:mod:`planexec.execution.streaming`).
+        ``on_step`` is also given the steps each chunk of a streamed reply completes, as
+        written (None for one that cannot be: unstorable or too big), with their positions:
+        the plan's steps may start as they come (:mod:`planexec.execution.streaming`). A
+        whole reply (a model that does not stream) is not offered: its plan is complete.
         """
         self.by, self.draft, self.sent, self.on_step = by, draft, 0, on_step
         self.plan_call: int | None = None  # the index of the Plan tool call's chunks
@@ -126,7 +127,8 @@ class PlanPreview:
             seen.append((self.sent, shown))
         del self.found[:]
         if seen and self.on_step is not None and self.write is not None:
-            self.on_step(seen)
+            if isinstance(reply, BaseMessageChunk):  # a whole reply gains nothing by it
+                self.on_step(seen)
 
     def shown(self, step: Any) -> dict[str, Any] | None:
         """Return a step as it may be streamed (scrubbed, storable, bounded), or None."""

@@ -32,7 +32,6 @@ from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
     StepOutcome,
-    ran_digest,
     records_after,
     round_usage,
     to_record,
@@ -118,7 +117,8 @@ class StreamingRound:
             self.round.plan["steps"].append(step)
             if step.get("on_failure") == "skip":
                 self.round.skippable = self.round.skippable | {step["id"]}
-        self.round.slots.rank(chain_ranks(self.round.plan["steps"], self.tools))
+        if len(ready) > 1:  # ranked among themselves: later steps are not known yet
+            self.round.slots.rank(chain_ranks(ready, self.tools))
         self.round.gate.add({s["id"]: s["depends_on"] for s in ready})
         for step in ready:
             self._call(step)
@@ -165,15 +165,14 @@ class StreamingRound:
         """
         self.closed = True
         steps = {s["id"]: s for s in plan["steps"]}
-        if any(
-            sid not in steps or ran_digest(steps[sid]) != ran_digest(step)
-            for sid, step in self.started.items()
-        ):
+        if any(steps.get(sid) != step for sid, step in self.started.items()):
             return False
         self.round.plan = plan
         self.round.skippable = frozenset(
             s["id"] for s in plan["steps"] if s.get("on_failure") == "skip"
         )
+        if len(self.started) == len(plan["steps"]):
+            return True  # every step started as it streamed
         rest = [s for s in topological_order(plan["steps"]) if s["id"] not in self.started]
         self.round.slots.rank(chain_ranks(plan["steps"], self.tools))
         self.round.gate.add({s["id"]: s["depends_on"] for s in rest})

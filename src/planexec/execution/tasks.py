@@ -75,7 +75,8 @@ def result_of(fut: StepFuture, step: StepDoc) -> StepOutcome:
         raise RuntimeError(
             f"replayed result of step {result.get('id')} came back for step {step['id']}"
         )
-    if result.get("ran", ran_digest(step)) != ran_digest(step):
+    ran = result.get("ran")  # results saved before steps were checked have none
+    if ran is not None and ran != ran_digest(step):
         earlier = result.get("error") or result.get("summary") or ""
         return outcome(
             step["id"],
