@@ -126,9 +126,9 @@ class PlanPreview:
                 )
             seen.append((self.sent, shown))
         del self.found[:]
-        if seen and self.on_step is not None and self.write is not None:
-            if isinstance(reply, BaseMessageChunk):  # a whole reply gains nothing by it
-                self.on_step(seen)
+        streamed = isinstance(reply, BaseMessageChunk)  # a whole reply gains nothing by it
+        if seen and streamed and self.on_step is not None and self.write is not None:
+            self.on_step(seen)
 
     def shown(self, step: Any) -> dict[str, Any] | None:
         """Return a step as it may be streamed (scrubbed, storable, bounded), or None."""

@@ -31,7 +31,8 @@ MAX_CALLS_PER_STEP = 3300
 Measured at about 3,000: 2,830–2,860 before each step's result carried the digest of the step
 that ran (checked when a result is replayed: three SHA-256 of the step) and approval ``never``
 ran the first round in the planner node (its records made there, then read again by the
-executor); 3,260 before a tool call stopped scanning every task of the process after it ended. Not flaky: function counts do not depend on the machine's speed or load, and
+executor); 3,260 before a tool call stopped scanning every task of the process after it ended.
+Not flaky: function counts do not depend on the machine's speed or load, and
 they vary between runs by a few dozen calls only (how many event loop turns the hand-offs
 between threads take); the bound leaves about 10%.
 """
