@@ -88,6 +88,9 @@ def save(workspace: str, thread_id: str, out: dict) -> None:
                     | ({"error": v["error"]} if v.get("error") else {})
                     for k, v in out.get("steps", {}).items()
                 },
+                "question": "".join(
+                    str(i.value.get("description", "")) for i in out.get("__interrupt__", [])
+                ),
             }
         )
     )

@@ -133,6 +133,10 @@ def test_a_run_killed_while_its_plan_streamed_and_resumed_under_a_stricter_polic
     finish(worker("resume", db, ws, thread_id, script, "sync"))  # policy first: it asks
     waiting = result(ws, thread_id)
     assert waiting["final"] is None
+    assert (
+        "Already ran, before this approval: step 1 (succeeded), 2 (succeeded)"
+        in (waiting["question"])
+    )
     assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
     assert {k: s["status"] for k, s in waiting["steps"].items()} == dict.fromkeys(
         ["1", "2", "3", "4", "5"], "succeeded"

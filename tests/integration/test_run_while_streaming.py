@@ -221,3 +221,44 @@ def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_r
 
 async def _no_wait(seconds: float) -> None:
     return None
+
+
+class FailsBeforeAnyStep(ScriptedChatModel):
+    """The first time, fails before any step's line is complete; then streams its plan."""
+
+    _failed: list[bool] = PrivateAttr(default_factory=list)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+        if not self._failed:
+            self._failed.append(True)
+            yield from chunks[:2]
+            raise ValueError("the provider sent garbage")
+        yield from chunks
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_run_resumed_under_a_stricter_policy_before_any_step_started_asks_first(
+    tmp_path, monkeypatch, asynchronous
+):
+    # started under never, the planner failed before any step had started: a resume that asks
+    # for approval "always" gets it, nothing runs before the human answers
+    monkeypatch.chdir(tmp_path)
+    planner = FailsBeforeAnyStep(replies=[plan_reply(PLAN, match=".")], stream_chunk_chars=8)
+    graph = graph_for("never", planner)
+    config = {"configurable": {"thread_id": f"s-{asynchronous}"}}
+    with pytest.raises(ValueError, match="garbage"):
+        run(graph, config, {"task": "mark things"}, asynchronous)
+    strict = Context(approval="always")
+    if asynchronous:
+        out = asyncio.run(graph.ainvoke(None, config, context=strict))
+    else:
+        out = graph.invoke(None, config, context=strict)
+    assert out["__interrupt__"]
+    assert CALLS == []

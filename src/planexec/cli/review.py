@@ -17,7 +17,7 @@ from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.review.estimate import estimate_lines
-from planexec.review.request import memory_lines
+from planexec.review.request import memory_lines, ran_lines
 from planexec.runs import ApprovalRequest
 
 ANSWERS = {
@@ -131,7 +131,7 @@ class Reviewer:
         if request.get("side_effect_tools"):
             tools = ", ".join(map(str, request["side_effect_tools"]))
             self.out.print(styled("tools that write or send: ", tools))
-        for line in memory_lines(request.get("memory")):
+        for line in [*memory_lines(request.get("memory")), *ran_lines(request.get("already_ran"))]:
             self.out.print(line)
         found = request.get("estimate")
         if found:

@@ -25,6 +25,14 @@ from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import (
+    CONFIG_KEY_CHECKPOINT_MAP,
+    CONFIG_KEY_CHECKPOINTER,
+    CONFIG_KEY_RESUMING,
+    RETURN,
+)
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
 
 from planexec.budget import Budget, BudgetExhausted
@@ -376,3 +384,47 @@ async def adraft_and_run(
             return _after_failure(streaming, failure), False
         finally:
             await streaming.await_all()  # whatever happens, no step is left behind
+
+
+def _checkpoint_of(
+    config: RunnableConfig,
+) -> tuple[BaseCheckpointSaver[Any], RunnableConfig] | None:
+    """Return the saver and the checkpoint this node's superstep started from, if resuming."""
+    conf = config.get(CONF, {})
+    saver = conf.get(CONFIG_KEY_CHECKPOINTER)
+    if not conf.get(CONFIG_KEY_RESUMING) or not isinstance(saver, BaseCheckpointSaver):
+        return None  # a fresh run: no earlier attempt of this node
+    graph_ns = str(conf.get("checkpoint_ns", "")).rpartition("|")[0]  # the node's graph
+    checkpoint_id = (conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(graph_ns)
+    if checkpoint_id is None:
+        return None
+    where = {"thread_id": conf.get("thread_id"), "checkpoint_ns": graph_ns}
+    return saver, {CONF: {**where, "checkpoint_id": checkpoint_id}}
+
+
+def _holds_step_results(found: CheckpointTuple | None) -> bool:
+    """Say whether a checkpoint's pending writes hold a step task's result (an outcome)."""
+    return any(
+        channel == RETURN and isinstance(value, dict) and "ran" in value
+        for _, channel, value in (found.pending_writes or [] if found else [])
+    )
+
+
+def started_before(config: RunnableConfig) -> bool:
+    """Say whether an earlier attempt of this planner run finished steps (sync runs).
+
+    Only the planner's first round under ``never`` runs steps in this node, so a result of
+    a step task saved at this superstep means the plan was streaming and running when that
+    attempt ended (a crash, a stop): resumed under a stricter policy, the planner must still
+    find those steps (replayed, recorded) rather than plan anew and run them again. Read from
+    the checkpoint's pending writes (LangGraph keeps a task's result there until the node
+    ends; ``tests/unit/test_started_before.py`` pins that).
+    """
+    found = _checkpoint_of(config)
+    return found is not None and _holds_step_results(found[0].get_tuple(found[1]))
+
+
+async def astarted_before(config: RunnableConfig) -> bool:
+    """Say whether an earlier attempt of this planner run finished steps (async runs)."""
+    found = _checkpoint_of(config)
+    return found is not None and _holds_step_results(await found[0].aget_tuple(found[1]))

@@ -11,14 +11,19 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.func import task
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
 from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopped
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
-from planexec.execution.streaming import StreamingRound, adraft_and_run, draft_and_run
+from planexec.execution.streaming import (
+    StreamingRound,
+    adraft_and_run,
+    astarted_before,
+    draft_and_run,
+    started_before,
+)
 from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
 from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import to_doc
@@ -79,26 +84,6 @@ def _conversation(state: State, ctx: Context, *, tools: ToolRegistry, sandbox: S
     )
 
 
-def _policy_of_run(policy: ApprovalPolicy) -> ApprovalPolicy:
-    """Durable task: the approval policy this planner run started under (given back as is).
-
-    A planner run resumed after a crash gets back the policy it started with, not the
-    resume's: steps it started while the plan streamed (``never``) are found again (their
-    tasks replayed and recorded), whatever policy the resume asks for.
-    """
-    return policy
-
-
-async def _apolicy_of_run(policy: ApprovalPolicy) -> ApprovalPolicy:
-    """Durable task: :func:`_policy_of_run` for async runs (the same task name)."""
-    return policy
-
-
-_policy_of_run.__name__ = _apolicy_of_run.__name__ = "planner_policy"
-planner_policy = task(_policy_of_run)
-aplanner_policy = task(_apolicy_of_run)
-
-
 def plan(
     state: State,
     config: RunnableConfig,
@@ -116,11 +101,15 @@ def plan(
     When no one approves plans (the stricter of ``operator_policy`` and the run's is
     ``never``), the plan's steps start while the model writes it
     (:mod:`planexec.execution.streaming`), and the first round runs here. A resumed planner
-    run keeps the policy it started with (:func:`_policy_of_run`).
+    run whose earlier attempt started steps that way finishes that round under ``never``
+    (:func:`planexec.execution.streaming.started_before`): its steps are found again, not
+    run twice, whatever policy the resume asks for; the approval then applies that policy.
     """
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
-    policy = planner_policy(effective_policy(operator_policy, ctx.approval)).result()
+    policy = effective_policy(operator_policy, ctx.approval)
+    if not runs_unapproved(policy) and started_before(config):
+        policy = "never"  # an earlier attempt's started steps are replayed and recorded
     budget = run_budget(state, ctx)
     found = recall(state, ctx, runtime.store)
     if found is not None:
@@ -187,7 +176,9 @@ async def aplan(
     """Ask the planner model for a plan (async runs: ``ainvoke``, the LangGraph server)."""
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
-    policy = await aplanner_policy(effective_policy(operator_policy, ctx.approval))
+    policy = effective_policy(operator_policy, ctx.approval)
+    if not runs_unapproved(policy) and await astarted_before(config):
+        policy = "never"  # an earlier attempt's started steps are replayed and recorded
     budget = run_budget(state, ctx)
     found = await asyncio.to_thread(recall, state, ctx, runtime.store)  # the store may block
     if found is not None:

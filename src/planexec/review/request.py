@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from planexec.context import Context
 from planexec.plandoc import plan_tools
+from planexec.records import current_records, record_key
 from planexec.review import describe, hitl
 from planexec.review.decisions import SHAPES
 from planexec.review.estimate import Estimate, estimate, estimate_lines
@@ -37,6 +38,8 @@ class ApprovalRequest(HitlFields):
     estimate: Estimate
     """Model calls, tokens and cost spent so far and expected for the plan; its slowest chain."""
     memory: dict[str, Any] | None
+    already_ran: dict[str, str]
+    """Steps of the plan that have run before this approval (step id: how it ended)."""
     """Where plan memory took the plan from (run, task, how, changes), when it did."""
 
 
@@ -61,7 +64,8 @@ def approval_request(
     origin_of_plan = proposed["by"] if proposed and proposed["digest"] == digest else "state edit"
     by_memory = proposed is not None and proposed.get("by") == "memory"
     memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
-    lines = [*memory_lines(memory), *estimate_lines(found)]
+    ran = already_ran(state, plan)
+    lines = [*memory_lines(memory), *ran_lines(ran), *estimate_lines(found)]
     description = describe.describe(plan, side_effects, calls, problems, lines)
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
@@ -76,7 +80,30 @@ def approval_request(
         answers=SHAPES,
         estimate=found,
         memory=memory,
+        already_ran=ran,
     )
+
+
+def already_ran(state: State, plan: PlanDoc) -> dict[str, str]:
+    """Return the plan's steps that have run already (step id: status), in plan order.
+
+    Under approval ``never`` steps start while the plan streams; a run resumed under a stricter
+    policy asks about a plan some of whose steps ran.
+    """
+    records = current_records(plan, state.get("steps") or {})
+    return {
+        key: str(records[key].get("status"))
+        for key in (record_key(s["id"]) for s in plan["steps"])
+        if records[key].get("status") != "pending"
+    }
+
+
+def ran_lines(ran: dict[str, str] | None) -> list[str]:
+    """Tell the reviewer which steps ran before this approval (none: nothing to say)."""
+    if not ran:
+        return []
+    steps = ", ".join(f"{sid} ({status})" for sid, status in ran.items())
+    return [f"Already ran, before this approval: step {steps}."]
 
 
 def memory_lines(origin: dict[str, Any] | None) -> list[str]:

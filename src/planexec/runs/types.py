@@ -50,6 +50,7 @@ class ApprovalRequest(TypedDict, total=False):
     side_effect_tools: list[str]
     estimate: Estimate
     memory: dict[str, Any] | None
+    already_ran: dict[str, str]
 
 
 OnEvent = Callable[[StepEvent], object]
