@@ -210,7 +210,10 @@ def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_r
     assert len(planner._calls) == (3 if error == "connection" else 1)
     state = graph.get_state(config)
     assert not state.next  # the run ended; the thread takes a new task
-    assert "the planner model failed after steps had started" in result["final"]["answer"]
+    assert (
+        "no valid plan in 1 attempt: the planner model failed after steps had started"
+        in result["final"]["answer"]
+    )
     (revision,) = state.values["revisions"]
     assert [s["args"] for s in revision["plan"]["steps"]] == [{"text": "a"}, {"text": "b after $1"}]
     assert {k: r["status"] for k, r in revision["outcomes"].items()} == {

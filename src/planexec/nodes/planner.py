@@ -270,7 +270,8 @@ def planned(state: State, result: Draft, counter: UsageCounter) -> dict[str, Any
     """Return the state update for the planner's draft: the new plan, or why there is none."""
     if result.plan is None:
         return {
-            "error": f"the planner gave no valid plan in {result.attempts} attempts: "
+            "error": "the planner gave no valid plan in "
+            + (f"{result.attempts} attempts: " if result.attempts != 1 else "1 attempt: ")
             + "; ".join(result.errors[:10]),
             "planning_errors": result.errors,
             "usage": counter.usage(),
