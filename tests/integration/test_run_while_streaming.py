@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 from pydantic import PrivateAttr
 
@@ -265,3 +267,60 @@ def test_a_run_resumed_under_a_stricter_policy_before_any_step_started_asks_firs
         out = graph.invoke(None, config, context=strict)
     assert out["__interrupt__"]
     assert CALLS == []
+
+
+class KilledOnce(ScriptedChatModel):
+    """The first time, the process "dies" (KeyboardInterrupt) once step 1 has run."""
+
+    _killed: list[bool] = PrivateAttr(default_factory=list)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+        if not self._killed:
+            self._killed.append(True)
+            yield from chunks[: len(chunks) // 3]
+            CALLED.wait(timeout=10)
+            time.sleep(0.2)  # step 1's result is saved
+            raise KeyboardInterrupt
+        yield from chunks
+
+
+def test_a_stricter_resume_replays_only_what_had_finished_even_with_a_remembered_plan(
+    tmp_path, monkeypatch
+):
+    # thread 1 dies after step 1 ran; thread 2 then completes the same task, which leaves a
+    # template in plan memory; thread 1 resumed under "always" finds step 1 again (not from
+    # memory, which would run it twice), starts nothing else, and says what already ran
+    monkeypatch.chdir(tmp_path)
+    planner = KilledOnce(replies=[plan_reply(PLAN, match=".")], stream_chunk_chars=8)
+    executor = ScriptedChatModel(replies=[text_reply("MODEL SAYS HI", match="say something")])
+    graph = build_graph(
+        InMemorySaver(),
+        store=InMemoryStore(),
+        tools=ToolRegistry([mark]),
+        approval="never",
+        models={"planner": planner, "executor": executor},
+    )
+    never = Context(approval="never", plan_memory=True)
+    first, second = {"configurable": {"thread_id": "t1"}}, {"configurable": {"thread_id": "t2"}}
+    with pytest.raises(KeyboardInterrupt):
+        graph.invoke({"task": "mark things"}, first, context=never)
+    assert CALLS == ["a"]
+    assert graph.invoke({"task": "mark things"}, second, context=never)["final"]["status"] == (
+        "succeeded"
+    )
+    CALLS.clear()
+    out = graph.invoke(None, first, context=Context(approval="always", plan_memory=True))
+    request = out["__interrupt__"][0].value
+    assert CALLS == []  # step 1 replayed, nothing else started
+    assert request["already_ran"] == {"1": "succeeded"}
+    assert "Already ran, before this approval: step 1 (succeeded)." in request["description"]
+    answer = {"action": "approve", "version": request["version"], "digest": request["digest"]}
+    graph.invoke(Command(resume=answer), first, context=Context(approval="always"))
+    assert sorted(CALLS) == ["b after A", "d after MODEL SAYS HI", "e"]

@@ -112,7 +112,8 @@ class Reviewer:
                 f"planexec resume {self.thread_id}"
             ) from None
         except KeyboardInterrupt:
-            nothing = " nothing was run;" if request["version"] == 1 else ""
+            ran = request["version"] != 1 or request.get("already_ran")
+            nothing = "" if ran else " nothing was run;"
             raise Interrupted(
                 f"interrupted;{nothing} plan v{request['version']} waits for your approval. "
                 f"Continue with: planexec resume {self.thread_id}"

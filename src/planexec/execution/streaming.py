@@ -40,6 +40,7 @@ from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
     StepOutcome,
+    ran_digest,
     records_after,
     round_usage,
     to_record,
@@ -66,10 +67,20 @@ class StreamingRound:
     """The first round of a plan that runs while it streams: steps join it as they come."""
 
     def __init__(
-        self, round_: ExecutionRound, call: StepTask, tools: ToolRegistry, max_steps: int
+        self,
+        round_: ExecutionRound,
+        call: StepTask,
+        tools: ToolRegistry,
+        max_steps: int,
+        only: frozenset[str] | None = None,
     ) -> None:
-        """Run the steps offered on ``round_`` (its plan grows with them) through ``call``."""
+        """Run the steps offered on ``round_`` (its plan grows with them) through ``call``.
+
+        ``only`` (replay): start only these steps (by :func:`ran_digest`), the ones an earlier
+        attempt finished, and nothing else: a resume under a policy that asks a human.
+        """
         self.round, self.call, self.tools, self.max_steps = round_, call, tools, max_steps
+        self.only = only
         self.started: dict[int, StepDoc] = {}
         self.calls: list[tuple[StepDoc, StepFuture]] = []
         self.seen_ids: set[int] = set()
@@ -90,6 +101,7 @@ class StreamingRound:
         max_steps: int,
         version: int,
         budget: Budget,
+        only: frozenset[str] | None = None,
     ) -> StreamingRound:
         """Open an empty round for the plan about to stream (touches the disk: the workspace).
 
@@ -105,7 +117,7 @@ class StreamingRound:
             chat_models=chat_models,
         )
         round_.budget = budget
-        return cls(round_, call, tools, max_steps)
+        return cls(round_, call, tools, max_steps, only)
 
     def offer(self, written: list[tuple[int, dict[str, Any] | None]]) -> None:
         """Start the streamed steps that may start now (see the module), given in plan order.
@@ -157,6 +169,8 @@ class StreamingRound:
         self.seen_ids.add(step["id"])
         if step["tool"] is None or any(d not in self.started for d in step["depends_on"]):
             return None  # a model step needs the goal; a step after one not started waits
+        if self.only is not None and ran_digest(step) not in self.only:
+            return None  # a replay starts only what had finished
         return step
 
     def _call(self, step: StepDoc) -> None:
@@ -235,10 +249,11 @@ class StreamingRound:
     def start_rest(self, draft: Draft) -> bool:
         """Start the rest of a valid first draft in this round; False if it must wait.
 
-        A repaired draft (the first one was invalid) or one whose started steps differ from
-        its whole text is not run here: its steps go through the executor as usual.
+        A repaired draft (the first one was invalid), one whose started steps differ from its
+        whole text, or a replay (``only``) is not run here: the rest of its steps go through
+        the approval and the executor as usual.
         """
-        if draft.plan is None or draft.attempts != 1:
+        if draft.plan is None or draft.attempts != 1 or self.only is not None:
             self.closed = True
             return False
         return self.join(to_doc(draft.plan, version=self.round.plan["version"]))
@@ -402,29 +417,33 @@ def _checkpoint_of(
     return saver, {CONF: {**where, "checkpoint_id": checkpoint_id}}
 
 
-def _holds_step_results(found: CheckpointTuple | None) -> bool:
-    """Say whether a checkpoint's pending writes hold a step task's result (an outcome)."""
-    return any(
-        channel == RETURN and isinstance(value, dict) and "ran" in value
+def _step_results(found: CheckpointTuple | None) -> frozenset[str]:
+    """Return the steps whose task results a checkpoint's pending writes hold (their digests)."""
+    return frozenset(
+        str(value["ran"])
         for _, channel, value in (found.pending_writes or [] if found else [])
+        if channel == RETURN and isinstance(value, dict) and "ran" in value
     )
 
 
-def started_before(config: RunnableConfig) -> bool:
-    """Say whether an earlier attempt of this planner run finished steps (sync runs).
+def started_before(config: RunnableConfig) -> frozenset[str]:
+    """Return the steps an earlier attempt of this planner run finished (sync runs).
 
-    Only the planner's first round under ``never`` runs steps in this node, so a result of
-    a step task saved at this superstep means the plan was streaming and running when that
-    attempt ended (a crash, a stop): resumed under a stricter policy, the planner must still
-    find those steps (replayed, recorded) rather than plan anew and run them again. Read from
-    the checkpoint's pending writes (LangGraph keeps a task's result there until the node
-    ends; ``tests/unit/test_started_before.py`` pins that).
+    Only the planner's first round under ``never`` runs steps in this node, so a result of a
+    step task saved at this superstep means the plan was streaming and running when that
+    attempt ended (a crash, a stop): the planner must find those steps again (replayed,
+    recorded) rather than plan anew and run them twice, whatever policy the resume asks for.
+    Each is named by :func:`~planexec.execution.outcomes.ran_digest`. Read from the
+    checkpoint's pending writes (LangGraph keeps a task's result there until the node ends;
+    ``tests/unit/test_started_before.py`` pins that); empty on a fresh run.
     """
     found = _checkpoint_of(config)
-    return found is not None and _holds_step_results(found[0].get_tuple(found[1]))
+    return _step_results(found[0].get_tuple(found[1])) if found is not None else frozenset()
 
 
-async def astarted_before(config: RunnableConfig) -> bool:
-    """Say whether an earlier attempt of this planner run finished steps (async runs)."""
+async def astarted_before(config: RunnableConfig) -> frozenset[str]:
+    """Return the steps an earlier attempt of this planner run finished (async runs)."""
     found = _checkpoint_of(config)
-    return found is not None and _holds_step_results(await found[0].aget_tuple(found[1]))
+    if found is None:
+        return frozenset()
+    return _step_results(await found[0].aget_tuple(found[1]))

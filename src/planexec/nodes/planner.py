@@ -101,17 +101,17 @@ def plan(
     When no one approves plans (the stricter of ``operator_policy`` and the run's is
     ``never``), the plan's steps start while the model writes it
     (:mod:`planexec.execution.streaming`), and the first round runs here. A resumed planner
-    run whose earlier attempt started steps that way finishes that round under ``never``
-    (:func:`planexec.execution.streaming.started_before`): its steps are found again, not
-    run twice, whatever policy the resume asks for; the approval then applies that policy.
+    run whose earlier attempt finished steps that way streams its plan again to find them
+    (:func:`planexec.execution.streaming.started_before`): they are replayed and recorded,
+    never run twice, and under a policy that asks a human nothing else starts before the
+    approval. Plan memory is not used then (it would plan without them).
     """
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
     policy = effective_policy(operator_policy, ctx.approval)
-    if not runs_unapproved(policy) and started_before(config):
-        policy = "never"  # an earlier attempt's started steps are replayed and recorded
+    finished = started_before(config)  # by an earlier attempt of this run, as the plan streamed
     budget = run_budget(state, ctx)
-    found = recall(state, ctx, runtime.store)
+    found = None if finished else recall(state, ctx, runtime.store)
     if found is not None:
         remembered = filled_plan(found, tools, ctx)
         memory_counter = UsageCounter("memory")
@@ -134,13 +134,14 @@ def plan(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
     call_config = counter.config(models.internal_call("planner model"))
-    if runs_unapproved(policy):
+    if runs_unapproved(policy) or finished:
         streaming = StreamingRound.open(
             state,
             config,
             call=run_step,
             asynchronous=False,
             **_round_args(state, ctx, budget, tools, sandbox, chat_models),
+            only=None if runs_unapproved(policy) else finished,
         )
         again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
         try:
@@ -177,10 +178,11 @@ async def aplan(
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
     policy = effective_policy(operator_policy, ctx.approval)
-    if not runs_unapproved(policy) and await astarted_before(config):
-        policy = "never"  # an earlier attempt's started steps are replayed and recorded
+    finished = await astarted_before(config)  # by an earlier attempt, as the plan streamed
     budget = run_budget(state, ctx)
-    found = await asyncio.to_thread(recall, state, ctx, runtime.store)  # the store may block
+    found = (
+        None if finished else await asyncio.to_thread(recall, state, ctx, runtime.store)
+    )  # the store may block
     if found is not None:
         remembered = filled_plan(found, tools, ctx)
         memory_counter = UsageCounter("memory")
@@ -204,13 +206,14 @@ async def aplan(
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
     call_config = counter.config(models.internal_call("planner model"))
-    if runs_unapproved(policy):
+    if runs_unapproved(policy) or finished:
         streaming = await asyncio.to_thread(  # touches the disk (the workspace)
             partial(
                 StreamingRound.open,
                 call=arun_step,
                 asynchronous=True,
                 **_round_args(state, ctx, budget, tools, sandbox, chat_models),
+                only=None if runs_unapproved(policy) else finished,
             ),
             state,
             config,

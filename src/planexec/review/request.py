@@ -94,7 +94,7 @@ def already_ran(state: State, plan: PlanDoc) -> dict[str, str]:
     return {
         key: str(records[key].get("status"))
         for key in (record_key(s["id"]) for s in plan["steps"])
-        if records[key].get("status") != "pending"
+        if records[key].get("status") in ("succeeded", "failed")  # skipped: it did not run
     }
 
 
