@@ -53,11 +53,8 @@ PLAN = {
 }
 
 
-class HeldModel(ScriptedChatModel):
-    """Streams its plan, and holds the last quarter back until a tool was called (or timeout)."""
-
-    hold_seconds: float = 10.0
-    _held: list[bool] = PrivateAttr(default_factory=list)
+class Streamed(ScriptedChatModel):
+    """A scripted model whose streamed reply a subclass delivers its own way (``deliver``)."""
 
     def _stream(
         self,
@@ -66,7 +63,19 @@ class HeldModel(ScriptedChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+        yield from self.deliver(list(super()._stream(messages, stop, run_manager, **kwargs)))
+
+    def deliver(self, chunks: list[ChatGenerationChunk]) -> Iterator[ChatGenerationChunk]:
+        yield from chunks
+
+
+class HeldModel(Streamed):
+    """Streams its plan, and holds the last quarter back until a tool was called (or timeout)."""
+
+    hold_seconds: float = 10.0
+    _held: list[bool] = PrivateAttr(default_factory=list)
+
+    def deliver(self, chunks: list[ChatGenerationChunk]) -> Iterator[ChatGenerationChunk]:
         yield from chunks[: len(chunks) * 3 // 4]
         self._held.append(CALLED.wait(timeout=self.hold_seconds))
         yield from chunks[len(chunks) * 3 // 4 :]
@@ -137,19 +146,12 @@ def test_with_a_human_to_ask_nothing_runs_before_the_approval(tmp_path, monkeypa
     assert sorted(CALLS) == ["a", "b after A", "d after MODEL SAYS HI", "e"]
 
 
-class DroppedOnce(ScriptedChatModel):
+class DroppedOnce(Streamed):
     """Streams its plan; the first time, the connection drops once step 1 has run."""
 
     _drops: list[bool] = PrivateAttr(default_factory=list)
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+    def deliver(self, chunks: list[ChatGenerationChunk]) -> Iterator[ChatGenerationChunk]:
         if not self._drops:
             self._drops.append(True)
             yield from chunks[: len(chunks) // 2]
@@ -173,20 +175,13 @@ def test_a_reply_cut_off_after_steps_started_is_asked_again_and_no_step_runs_twi
     assert all(r["status"] == "succeeded" for r in state["steps"].values())
 
 
-class AlwaysDropped(ScriptedChatModel):
+class AlwaysDropped(Streamed):
     """Streams half its plan, then fails: each time, after step 1 has run."""
 
     error: str = "connection"
     _calls: list[bool] = PrivateAttr(default_factory=list)
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+    def deliver(self, chunks: list[ChatGenerationChunk]) -> Iterator[ChatGenerationChunk]:
         self._calls.append(True)
         yield from chunks[: len(chunks) // 2]
         CALLED.wait(timeout=10)
@@ -228,19 +223,12 @@ async def _no_wait(seconds: float) -> None:
     return None
 
 
-class FailsBeforeAnyStep(ScriptedChatModel):
+class FailsBeforeAnyStep(Streamed):
     """The first time, fails before any step's line is complete; then streams its plan."""
 
     _failed: list[bool] = PrivateAttr(default_factory=list)
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+    def deliver(self, chunks: list[ChatGenerationChunk]) -> Iterator[ChatGenerationChunk]:
         if not self._failed:
             self._failed.append(True)
             yield from chunks[:2]
@@ -269,19 +257,12 @@ def test_a_run_resumed_under_a_stricter_policy_before_any_step_started_asks_firs
     assert CALLS == []
 
 
-class KilledOnce(ScriptedChatModel):
+class KilledOnce(Streamed):
     """The first time, the process "dies" (KeyboardInterrupt) once step 1 has run."""
 
     _killed: list[bool] = PrivateAttr(default_factory=list)
 
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        chunks = list(super()._stream(messages, stop, run_manager, **kwargs))
+    def deliver(self, chunks: list[ChatGenerationChunk]) -> Iterator[ChatGenerationChunk]:
         if not self._killed:
             self._killed.append(True)
             yield from chunks[: len(chunks) // 3]
