@@ -150,6 +150,36 @@ def test_a_run_killed_while_its_plan_streamed_and_resumed_under_a_stricter_polic
     assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
 
 
+def test_a_stricter_resume_holds_the_place_of_a_step_that_had_not_finished(tmp_path):
+    # step 1 is still running when the process dies, step 2 (called after it) has finished:
+    # the resume replays step 2 in its own place, holding step 1's, so step 2 is not run again
+    plan = plan_of(
+        step(1, "append_line", {"label": "slow", "seconds": 3.0}),
+        step(2, "append_line", {"label": "quick", "seconds": 0.05}),
+        step(3, "append_line", {"label": "last", "seconds": 0.05}, [1, 2]),
+    )
+    script = tmp_path / "streamed.json"
+    streamed_script(script, plan)
+    db, ws, thread_id = str(tmp_path / "runs.db"), tmp_path / "ws", str(uuid.uuid4())
+    proc = worker("run", db, ws, thread_id, script, "sync-never")
+    deadline = time.time() + 60
+    while lines(ws) != ["quick"]:
+        assert proc.poll() is None, proc.communicate()
+        assert time.time() < deadline, "step 2 never finished"
+        time.sleep(0.02)
+    time.sleep(0.3)  # step 2's result is saved; step 1 is still running
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+    finish(worker("resume", db, ws, thread_id, script, "sync"))  # policy first: it asks
+    waiting = result(ws, thread_id)
+    assert lines(ws) == ["quick"]
+    assert "Already ran, before this approval: step 2 (succeeded)." in waiting["question"]
+    finish(worker("approve", db, ws, thread_id, script, "sync"))
+    assert lines(ws) == ["quick", "slow", "last"]
+    assert result(ws, thread_id)["final"]["status"] == "succeeded"
+
+
 def test_a_plan_written_differently_after_the_kill_never_takes_another_steps_result(tmp_path):
     script = tmp_path / "streamed.json"
     streamed_script(script, PLAN)

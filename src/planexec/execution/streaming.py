@@ -34,6 +34,7 @@ from langgraph._internal._constants import (
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
+from langgraph.func import task
 
 from planexec.budget import Budget, BudgetExhausted
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
@@ -63,6 +64,26 @@ StepTask = Callable[[StepDoc], StepFuture]
 """The durable step task to call (the executor node's ``run_step`` or ``arun_step``)."""
 
 
+def _hold_place(step_id: int) -> None:
+    """Durable task: hold the place of a step a replay does not start (its result: nothing).
+
+    A task's id comes from the order of calls in the node: a replay that starts only the steps
+    an earlier attempt finished calls this in place of each other step it started then, so
+    every finished step's call finds its own saved result.
+    """
+    return None
+
+
+async def _ahold_place(step_id: int) -> None:
+    """Durable task: :func:`_hold_place` for async runs (the same task name)."""
+    return None
+
+
+_hold_place.__name__ = _ahold_place.__name__ = "hold_place"
+hold_place = task(_hold_place)
+ahold_place = task(_ahold_place)
+
+
 class StreamingRound:
     """The first round of a plan that runs while it streams: steps join it as they come."""
 
@@ -73,6 +94,8 @@ class StreamingRound:
         tools: ToolRegistry,
         max_steps: int,
         only: frozenset[str] | None = None,
+        *,
+        asynchronous: bool = False,
     ) -> None:
         """Run the steps offered on ``round_`` (its plan grows with them) through ``call``.
 
@@ -81,6 +104,9 @@ class StreamingRound:
         """
         self.round, self.call, self.tools, self.max_steps = round_, call, tools, max_steps
         self.only = only
+        self.held: dict[int, StepDoc] = {}  # steps a replay does not start (see ``offer``)
+        self.holds: list[StepFuture] = []
+        self.hold = ahold_place if asynchronous else hold_place
         self.started: dict[int, StepDoc] = {}
         self.calls: list[tuple[StepDoc, StepFuture]] = []
         self.seen_ids: set[int] = set()
@@ -117,7 +143,7 @@ class StreamingRound:
             chat_models=chat_models,
         )
         round_.budget = budget
-        return cls(round_, call, tools, max_steps, only)
+        return cls(round_, call, tools, max_steps, only, asynchronous=asynchronous)
 
     def offer(self, written: list[tuple[int, dict[str, Any] | None]]) -> None:
         """Start the streamed steps that may start now (see the module), given in plan order.
@@ -125,23 +151,29 @@ class StreamingRound:
         Steps that complete together (in one chunk, or a whole reply at once) start together:
         free slots go to the longest chain among them, as in the executor's rounds.
         """
-        ready: list[StepDoc] = []
+        due: list[tuple[StepDoc, bool]] = []  # each step that starts, and whether it runs
         for position, written_step in written:
             step = self._check(position, written_step)
-            if step is not None:
-                self.started[step["id"]] = step  # a later step of the chunk may depend on it
-                ready.append(step)
-        if not ready:
-            return
+            if step is None:
+                continue
+            runs = self.only is None or ran_digest(step) in self.only
+            # a later step of the chunk may depend on it
+            (self.started if runs else self.held)[step["id"]] = step
+            due.append((step, runs))
+        ready = [step for step, runs in due if runs]
         for step in ready:
             self.round.plan["steps"].append(step)
             if step.get("on_failure") == "skip":
                 self.round.skippable = self.round.skippable | {step["id"]}
         if len(ready) > 1:  # ranked among themselves: later steps are not known yet
             self.round.slots.rank(chain_ranks(ready, self.tools))
-        self.round.gate.add({s["id"]: s["depends_on"] for s in ready})
-        for step in ready:
-            self._call(step)
+        if ready:
+            self.round.gate.add({s["id"]: s["depends_on"] for s in ready})
+        for step, runs in due:  # in the stream's order: a replay makes the same calls
+            if runs:
+                self._call(step)
+            else:  # a replay holds its place: the steps after it find their own results
+                self.holds.append(self.hold(step["id"]))
 
     def _check(self, position: int, written: dict[str, Any] | None) -> StepDoc | None:
         """Return the ``position``-th streamed step if it may start now, else None."""
@@ -167,10 +199,9 @@ class StreamingRound:
             self.closed = True
             return None
         self.seen_ids.add(step["id"])
-        if step["tool"] is None or any(d not in self.started for d in step["depends_on"]):
+        started = self.started.keys() | self.held.keys()
+        if step["tool"] is None or any(d not in started for d in step["depends_on"]):
             return None  # a model step needs the goal; a step after one not started waits
-        if self.only is not None and ran_digest(step) not in self.only:
-            return None  # a replay starts only what had finished
         return step
 
     def _call(self, step: StepDoc) -> None:
@@ -203,8 +234,8 @@ class StreamingRound:
         return True
 
     def futures(self) -> list[StepFuture]:
-        """Return the futures of every step task called so far."""
-        return [future for _, future in self.calls]
+        """Return the futures of every task called so far (steps, and places held)."""
+        return [future for _, future in self.calls] + self.holds
 
     def outcomes(self) -> list[StepOutcome]:
         """Return the outcomes of the ended round (raises if the checkpoint store failed)."""
