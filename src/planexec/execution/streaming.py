@@ -12,7 +12,9 @@ in a deterministic order (streamed steps as their lines complete, the rest in ru
 result replayed for a call counts only for the step it ran
 (:func:`planexec.execution.outcomes.ran_digest`): a plan written anew after a crash may differ.
 A draft found invalid after some of its steps started keeps their outcomes, for the audit and,
-where the repaired plan has the same steps, as their records.
+where the repaired plan has the same steps, as their records. A planner run resumed after an
+earlier attempt finished steps finds them again (:func:`started_before`); under a policy that
+asks a human it replays only those (``only``) and starts nothing else before the approval.
 """
 
 from __future__ import annotations
