@@ -66,16 +66,21 @@ def streamed_script(path: Path, plan: dict) -> None:
     path.write_text(json.dumps({"replies": [reply], "stream_chunk_chars": 16}))
 
 
-def kill_during_steps_3_and_4(proc: subprocess.Popen, ws: Path) -> None:
+def kill_once_logged(proc: subprocess.Popen, ws: Path, logged: list[str]) -> None:
+    """SIGKILL the run 0.3 s after its log reads ``logged`` (their results saved by then)."""
     deadline = time.time() + 60
-    while lines(ws) != ["one", "two"]:
+    while lines(ws) != logged:
         assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "steps 1 and 2 never finished"
+        assert time.time() < deadline, f"{logged} were never logged"
         time.sleep(0.02)
-    time.sleep(0.3)  # steps 3 and 4 are running now
+    time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert lines(ws) == ["one", "two"]
+    assert lines(ws) == logged
+
+
+def kill_during_steps_3_and_4(proc: subprocess.Popen, ws: Path) -> None:
+    kill_once_logged(proc, ws, ["one", "two"])  # steps 3 and 4 are running then
 
 
 @pytest.fixture
@@ -162,14 +167,7 @@ def test_a_stricter_resume_holds_the_place_of_a_step_that_had_not_finished(tmp_p
     streamed_script(script, plan)
     db, ws, thread_id = str(tmp_path / "runs.db"), tmp_path / "ws", str(uuid.uuid4())
     proc = worker("run", db, ws, thread_id, script, "sync-never")
-    deadline = time.time() + 60
-    while lines(ws) != ["quick"]:
-        assert proc.poll() is None, proc.communicate()
-        assert time.time() < deadline, "step 2 never finished"
-        time.sleep(0.02)
-    time.sleep(0.3)  # step 2's result is saved; step 1 is still running
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_once_logged(proc, ws, ["quick"])  # step 2's result saved, step 1 still running
 
     finish(worker("resume", db, ws, thread_id, script, "sync"))  # policy first: it asks
     waiting = result(ws, thread_id)
