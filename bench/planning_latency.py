@@ -3,18 +3,22 @@
 A local OpenAI-compatible server (``tests/openai_server.py``) streams at 300 ms + 10 ms per
 output token (tokens: o200k_base if bpe-openai is installed, else 4 characters a token). The
 planner writes the sales plan (6 steps, the data tools on the shipped sales.csv) or a 30-step
-random DAG (``wait`` steps of 10-60 ms, 10% of 150-300 ms), each in the full format (ids,
-dependencies, descriptions written out) and in the compact one the planner is now asked for.
-For approval ``never`` and ``first`` (approved at once, as a script would), it prints: the
-plan's output tokens, time to the first step shown (the first ``plan_step`` event, as the plan
-streams), time to the first tool call (the first ``step_started`` event), and wall time to the
-final result.
+random DAG (``wait`` steps of 10-60 ms, 10% of 150-300 ms), each in the full format (goal, ids,
+dependencies, descriptions written out) and in the compact one the planner is now asked for
+(no goal: the task states it; ``{"wait": 0.0245}``: a tool's one required argument bare).
+The model writes the plan's JSON two ways: with a space after ``,`` and ``:`` (as Python's
+json.dumps does) and without spaces (as OpenAI's current models write tool arguments, e.g.
+``{"location":"Paris"}``); the same plan costs fewer tokens without. For approval ``never``
+and ``first`` (approved at once, as a script would), it prints: the plan's output tokens, time
+to the first step shown (the first ``plan_step`` event, as the plan streams), time to the
+first tool call (the first ``step_started`` event), and wall time to the final result.
 Run: python bench/planning_latency.py
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -57,38 +61,50 @@ def full(plan: dict[str, Any], tools: ToolRegistry) -> dict[str, Any]:
     return {"goal": doc["goal"], "steps": doc["steps"]}
 
 
+SPACED, UNSPACED = (", ", ": "), (",", ":")
+JSON_STYLES = {"spaced": SPACED, "unspaced": UNSPACED}
+
+
 def compact_dag(plan: dict[str, Any]) -> dict[str, Any]:
     """A DAG of ``wait`` steps in the compact format: no reference carries a dependency here."""
     steps = [
-        {s["tool"]: s["args"], **({"depends_on": s["depends_on"]} if s["depends_on"] else {})}
+        {
+            s["tool"]: s["args"]["seconds"],
+            **({"depends_on": s["depends_on"]} if s["depends_on"] else {}),
+        }
         for s in plan["steps"]
     ]
-    return {"goal": plan["goal"], "steps": steps}
+    return {"steps": steps}
 
 
-def plans(tools: ToolRegistry) -> dict[str, dict[str, dict[str, Any]]]:
-    """Each workload's plan, by format."""
+def workloads(tools: ToolRegistry) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
+    """Each workload's task and its plan, by format (the compact plan states no goal)."""
     sales = json.loads((ROOT / "src/planexec/demo/sales_plan.json").read_text())
     dag, _ = random_dag(30, seed=30)
     return {
-        "sales (6 steps)": {"full": full(sales, tools), "compact": sales},
-        "30-step DAG": {"full": full(dag, tools), "compact": compact_dag(dag)},
+        "sales (6 steps)": (
+            sales["goal"],
+            {"full": full(sales, tools), "compact": {"steps": sales["steps"]}},
+        ),
+        "30-step DAG": (dag["goal"], {"full": full(dag, tools), "compact": compact_dag(dag)}),
     }
 
 
-def answer(plan: dict[str, Any]) -> Any:
+def answer(plan: dict[str, Any], separators: tuple[str, str] = SPACED) -> Any:
     """The model: the planner writes ``plan``; anything else gets one sentence."""
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         choice = body.get("tool_choice")
         if isinstance(choice, dict) and choice["function"]["name"] == "Plan":
-            return tool_call_message("Plan", plan)
+            return tool_call_message("Plan", plan, separators)
         return {"role": "assistant", "content": "Done."}
 
     return reply
 
 
-async def timed_run(graph: Any, approval: str) -> tuple[float, float, float, dict[str, Any]]:
+async def timed_run(
+    graph: Any, approval: str, task: str
+) -> tuple[float, float, float, dict[str, Any]]:
     """Run a task to its end; return seconds to the first step shown (a ``plan_step``
     event), to the first tool call (a ``step_started`` event), wall seconds, and the result."""
     ctx = Context(
@@ -99,7 +115,7 @@ async def timed_run(graph: Any, approval: str) -> tuple[float, float, float, dic
     )
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     started, first_shown, first_tool = time.perf_counter(), float("nan"), float("nan")
-    command: Any = {"task": "do the planned work"}
+    command: Any = {"task": task}
     while True:
         async for mode, chunk in graph.astream(
             command, config, context=ctx, stream_mode=["custom", "updates"]
@@ -127,22 +143,25 @@ async def main() -> None:
     sales_workspace()
     graph = planexec.build_graph(checkpointer=InMemorySaver(), tools=tools, approval="never")
     rows = []
-    warm_up = plans(tools)["sales (6 steps)"]["compact"]  # imports, pandas: not part of a run
-    with serve(answer(warm_up)) as (url, _):
+    task, formats = workloads(tools)["sales (6 steps)"]
+    with serve(answer(formats["compact"])) as (url, _):  # imports, pandas: not part of a run
         os.environ.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="local-not-secret")
-        await timed_run(graph, "never")
-    for workload, formats in plans(tools).items():
-        for name, plan in formats.items():
-            tokens = count_tokens(json.dumps(plan))
-            with serve(answer(plan), PACE) as (url, _):
+        await timed_run(graph, "never", task)
+    for workload, (task, formats) in workloads(tools).items():
+        for (name, plan), (style, separators) in itertools.product(
+            formats.items(), JSON_STYLES.items()
+        ):
+            tokens = count_tokens(json.dumps(plan, separators=separators))
+            with serve(answer(plan, separators), PACE) as (url, _):
                 os.environ.update(OPENAI_BASE_URL=url, OPENAI_API_KEY="local-not-secret")
                 for approval in ("never", "first"):
-                    first_shown, first_tool, wall, values = await timed_run(graph, approval)
+                    first_shown, first_tool, wall, values = await timed_run(graph, approval, task)
                     status = values["final"]["status"]
                     rows.append(
                         [
                             workload,
                             name,
+                            style,
                             approval,
                             tokens,
                             f"{tokens / len(plan['steps']):.1f}",
@@ -158,6 +177,7 @@ async def main() -> None:
             [
                 "workload",
                 "plan format",
+                "model's JSON",
                 "approval",
                 "plan tokens",
                 "tokens/step",

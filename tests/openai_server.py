@@ -23,10 +23,16 @@ from tests.servers import free_port
 Reply = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def tool_call_message(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """An assistant message calling tool ``name`` with ``args`` (JSON text, as models send)."""
+def tool_call_message(
+    name: str, args: dict[str, Any], separators: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """An assistant message calling tool ``name`` with ``args`` (JSON text, as models send).
+
+    ``separators`` as in :func:`json.dumps`: by default ``", "`` and ``": "``; ``(",", ":")``
+    writes the JSON without spaces.
+    """
     call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}
-    call["function"]["arguments"] = json.dumps(args)
+    call["function"]["arguments"] = json.dumps(args, separators=separators)
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 

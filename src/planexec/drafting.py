@@ -66,8 +66,11 @@ def drafting(
     max_steps: int,
     max_repairs: int,
     kept: frozenset[int] = frozenset(),
+    goal: str | None = None,
 ) -> Drafting:
     """Ask for a plan; while it is invalid, send the errors back, at most ``max_repairs`` times.
+
+    ``goal`` is the goal of a plan that states none (the model may leave it out).
 
     The conversation makes no model call itself: :func:`draft_plan` (sync) and
     :func:`adraft_plan` (async) make them, so both kinds of run share every rule.
@@ -80,7 +83,7 @@ def drafting(
         data, problem = plan_data(reply)
         if problem is None:
             try:
-                draft.plan = validate_plan(data, tools, max_steps=max_steps, kept=kept)
+                draft.plan = validate_plan(data, tools, max_steps=max_steps, kept=kept, goal=goal)
             except PlanValidationError as exc:
                 draft.errors = [storable_text(e) for e in exc.errors]
             else:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planexec.plan_checks import check_step, tool_summary
-from planexec.plan_format import expand
+from planexec.plan_format import SoleParameter, expand
 from planexec.references import iter_references
 from planexec.state import PlanDoc, StepDoc
 from planexec.storable import INT_MAX, UnstorableValueError, to_storable
@@ -116,13 +116,25 @@ class PlanValidationError(ValueError):
         super().__init__("invalid plan: " + "; ".join(errors))
 
 
-def _parse(data: Any, first_id: int = 1) -> Plan:
+def goal_of_task(task: str, limit: int = 200) -> str:
+    """Return the goal of a plan that states none: the task's first line, at most ``limit``."""
+    line = next((" ".join(ln.split()) for ln in task.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _parse(
+    data: Any,
+    first_id: int = 1,
+    sole_parameter: SoleParameter | None = None,
+    goal: str | None = None,
+) -> Plan:
     """Read a plan from JSON text or data made storable (:func:`planexec.storable.to_storable`).
 
     Text is cleaned (NUL and lone surrogates replaced), integers beyond 64 bits become text (so
     validation reports them where a number is expected), NaN becomes null; a value nested too
     deep, or that is not JSON-like at all, makes the plan invalid. Compact steps are written
-    out in full, ids implied by position starting at ``first_id``.
+    out in full, ids implied by position starting at ``first_id``; a plan that states no goal
+    gets ``goal`` (when given).
     """
     if isinstance(data, str):
         try:
@@ -133,7 +145,9 @@ def _parse(data: Any, first_id: int = 1) -> Plan:
         data = to_storable(data)
     except (UnstorableValueError, TypeError, ValueError, RecursionError) as exc:
         raise PlanValidationError([f"not JSON data: {exc}"]) from None
-    data, problems = expand(data, first_id)
+    if goal is not None and isinstance(data, dict) and data.get("goal") is None:
+        data = {**data, "goal": goal}
+    data, problems = expand(data, first_id, sole_parameter)
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
@@ -151,14 +165,16 @@ def validate_plan(
     *,
     max_steps: int,
     kept: Collection[int] = (),
+    goal: str | None = None,
 ) -> Plan:
     """Parse and check a plan; raise ``PlanValidationError`` listing every problem.
 
     ``kept`` names steps that already succeeded in an earlier revision: they are part of
-    the plan but are not run again, and ids implied by position start after them. The plan
+    the plan but are not run again, and ids implied by position start after them. ``goal``
+    is the goal of a plan that states none (the task's, :func:`goal_of_task`). The plan
     returned is complete: a tool step without a description gets its tool's.
     """
-    plan = _parse(data, first_id=max(kept, default=0) + 1)
+    plan = _parse(data, max(kept, default=0) + 1, tools.sole_parameter, goal)
     errors: list[str] = []
     if len(plan.steps) > max_steps:
         errors.append(f"plan has {len(plan.steps)} steps; at most {max_steps} are allowed")

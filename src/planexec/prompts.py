@@ -7,7 +7,9 @@ by calling the Plan tool.
 Rules:
 - Write steps compactly, in order: step N is the N-th step. A tool step is \
 {{"<tool>": {{<arguments>}}}}, with arguments that fit the tool's JSON schema; leave out \
-arguments whose default is right.
+arguments whose default is right. A tool with one required argument may take it bare: \
+{{"<tool>": <value>}}.
+- "goal" is optional: leave it out when the task says it in one sentence.
 - A step the executor model must do itself (summarising, writing prose) has no tool key: \
 {{"description": "<what to write>", "args": {{...}}, "tools": [...]}}; it may call only the \
 tools in its "tools" list (default none): list only what it needs.
@@ -22,7 +24,7 @@ not wait for each other run in parallel, so add no needless dependencies.
 
 Example:
 {{"goal": "Chart monthly revenue of data.csv", "steps": [
- {{"load_csv": {{"path": "data.csv"}}}},
+ {{"load_csv": "data.csv"}},
  {{"calculate_stats": {{"dataset": "$1.dataset", "value_column": "revenue", \
 "date_column": "date"}}}},
  {{"generate_chart": {{"kind": "line", "data": "$2.by_period", "x": "period", "y": "value", \

@@ -63,3 +63,27 @@ def test_a_compact_plan_is_approved_whole_and_replanned_compactly(use_models, ct
     ]
     assert ran == ["first", "instead of first"]
     assert out["steps"]["3"]["output"] == "instead of first"
+
+
+def test_a_plan_may_leave_out_its_goal_and_give_one_argument_bare(use_models, ctx):
+    """The shortest plan a model can write: no goal (the task's is used), bare arguments."""
+    ran.clear()
+    short = {"steps": [{"count": "first"}, {"always_fails": "disk full"}, {"count": "$1"}]}
+    revision = {"steps": [{"count": "again"}]}
+    use_models(planner=scripted(plan_reply(short), plan_reply(revision)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([count, always_fails]))
+    config = thread()
+    task = "Count twice\nand say what failed"
+    asked = graph.invoke({"task": task}, config, context=ctx())["__interrupt__"][0].value
+    assert asked["plan"]["goal"] == "Count twice"
+    steps = asked["plan"]["steps"]
+    assert [(s["tool"], s["args"], s["depends_on"]) for s in steps] == [
+        ("count", {"label": "first"}, []),
+        ("always_fails", {"reason": "disk full"}, []),
+        ("count", {"label": "$1"}, [1]),
+    ]
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx(approval="first"))
+    assert out["final"]["status"] == "succeeded", out["final"]
+    final = graph.get_state(config).values["plan"]
+    assert final["goal"] == "Count twice"  # a revision without a goal keeps the plan's
+    assert ran == ["first", "first", "again"]

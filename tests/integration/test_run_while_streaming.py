@@ -305,3 +305,20 @@ def test_a_stricter_resume_replays_only_what_had_finished_even_with_a_remembered
     answer = {"action": "approve", "version": request["version"], "digest": request["digest"]}
     graph.invoke(Command(resume=answer), first, context=Context(approval="always"))
     assert sorted(CALLS) == ["b after A", "d after MODEL SAYS HI", "e"]
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_a_step_given_its_argument_bare_starts_while_the_plan_streams(
+    tmp_path, monkeypatch, asynchronous
+):
+    monkeypatch.chdir(tmp_path)
+    short = {"steps": [{"mark": "a"}, {"mark": "$1 again"}, {"mark": "c"}, {"mark": "d"}]}
+    planner = HeldModel(replies=[plan_reply(short)], stream_chunk_chars=4)
+    graph = graph_for("never", planner)
+    config = {"configurable": {"thread_id": f"bare-{asynchronous}"}}
+    result = run(graph, config, {"task": "mark a few"}, asynchronous)
+
+    assert planner._held == [True]  # a tool ran before the model had written the whole plan
+    assert sorted(CALLS) == ["A again", "a", "c", "d"]
+    assert result["final"]["status"] == "succeeded", result["final"]
+    assert graph.get_state(config).values["plan"]["goal"] == "mark a few"

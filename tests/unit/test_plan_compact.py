@@ -8,6 +8,7 @@ from importlib import resources
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from langchain_core.tools import tool
 
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plan_checks import tool_summary
@@ -17,6 +18,12 @@ from tests.strategies import examples
 
 TOOLS = ToolRegistry([echo, sleep_for])
 DERIVED = tool_summary("echo", TOOLS)
+
+
+@tool
+def two_args(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
 
 
 def doc(data, tools=TOOLS, **kw):
@@ -83,7 +90,7 @@ def test_implied_ids_start_after_the_kept_steps():
         ([{"echo": {"text": "a"}, "args": {"text": "b"}}], "under its key"),
         ([{"args": {"x": 1}}], "a step with no tool needs a description"),
         ([{"nope": {}}], "unknown tool 'nope'"),
-        ([{"echo": "text"}], "args: Input should be a valid dictionary"),
+        ([{"echo": 1}], "echo argument text: Input should be a valid string"),
         ([{"echo": {"text": "$2"}}], "refers to $2, but there is no step 2"),
         ([{"echo": {"text": "$1"}}], "depends on itself"),
         ([{"echo": {"text": f"${2**70}"}}], f"refers to ${2**70}, but there is no step"),
@@ -155,3 +162,42 @@ def _compact(full: dict) -> dict:
 def test_compact_and_full_formats_store_the_same_plan(n, data):
     full = _dag(n, data)
     assert doc(_compact(full)) == doc(full)
+
+
+def test_a_tool_with_one_required_argument_takes_it_bare():
+    steps = doc({"goal": "g", "steps": [{"echo": "hi"}, {"sleep_for": 0.5}, {"echo": "$1"}]})[
+        "steps"
+    ]
+    assert [(s["tool"], s["args"], s["depends_on"]) for s in steps] == [
+        ("echo", {"text": "hi"}, []),
+        ("sleep_for", {"seconds": 0.5}, []),
+        ("echo", {"text": "$1"}, [1]),
+    ]
+
+
+def test_a_bare_value_is_refused_where_it_names_no_argument():
+    both = ToolRegistry([echo, two_args])
+    with pytest.raises(PlanValidationError) as info:
+        validate_plan({"goal": "g", "steps": [{"two_args": 1}]}, both, max_steps=5)
+    assert info.value.errors == [
+        "step 1: give two_args's arguments as an object, "
+        '{"two_args": {"<name>": <value>, ...}}: a bare value stands only for the one required '
+        "argument of a tool that has one"
+    ]
+    unknown = errors_of({"goal": "g", "steps": [{"nope": "x"}]})
+    assert any("unknown tool 'nope'" in e for e in unknown), unknown
+
+
+def test_a_plan_without_a_goal_takes_the_one_it_is_given():
+    data = {"steps": [{"echo": "hi"}]}
+    assert doc(data, goal="Say hi")["goal"] == "Say hi"
+    assert doc({**data, "goal": "Greet"}, goal="Say hi")["goal"] == "Greet"  # written: kept
+    assert any("goal" in e for e in errors_of(data))  # none written, none given
+
+
+def test_a_goal_from_a_task_is_its_first_line_shortened():
+    from planexec.plan import goal_of_task
+
+    assert goal_of_task("  Count the rows \n\nthen more detail") == "Count the rows"
+    long = goal_of_task("x" * 500)
+    assert len(long) == 200 and long.endswith("…")

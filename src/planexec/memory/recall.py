@@ -21,7 +21,7 @@ from planexec.context import Context
 from planexec.drafting import Drafting, drafting
 from planexec.memory.store import PlanMemory, Recalled, Template
 from planexec.memory.templates import filled
-from planexec.plan import Plan, PlanValidationError, validate_plan
+from planexec.plan import Plan, PlanValidationError, goal_of_task, validate_plan
 from planexec.state import State
 from planexec.tools.registry import ToolRegistry
 
@@ -113,4 +113,6 @@ def adapting(found: Recalled, task: str, tools: ToolRegistry, ctx: Context) -> D
         ),
         HumanMessage(prompts.ADAPT_TEMPLATE.format(template=shown, task=task)),
     ]
-    return drafting(messages, tools, max_steps=ctx.max_steps, max_repairs=0)
+    return drafting(
+        messages, tools, max_steps=ctx.max_steps, max_repairs=0, goal=goal_of_task(task)
+    )

@@ -134,7 +134,7 @@ def _decide(
     edited = dict(decision.plan)
     check_names(edited.pop("version", None), edited.pop("digest", None), plan, digest, state)
     try:
-        new = validate_plan(edited, tools, max_steps=limit)
+        new = validate_plan(edited, tools, max_steps=limit, goal=plan["goal"])
     except PlanValidationError as exc:
         raise AnswerRefused("the edited plan is invalid: " + "; ".join(exc.errors)) from None
     return _apply_edit(state, plan, to_doc(new, version=plan["version"] + 1))

@@ -26,7 +26,7 @@ from planexec.execution.streaming import (
 )
 from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
 from planexec.nodes.executor import arun_step, run_step
-from planexec.plan import to_doc
+from planexec.plan import goal_of_task, to_doc
 from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
 from planexec.review.policy import effective_policy, runs_unapproved
@@ -81,6 +81,7 @@ def _conversation(state: State, ctx: Context, *, tools: ToolRegistry, sandbox: S
         tools,
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
+        goal=goal_of_task(state["task"]),
     )
 
 

@@ -66,6 +66,7 @@ def replanner_call(
         max_steps=ctx.max_steps,
         max_repairs=ctx.max_plan_repairs,
         kept=start.kept_ids,
+        goal=plan["goal"],
     )
     return chat_models.for_role("planner", ctx.planner_model), conversation, start
 

@@ -114,6 +114,21 @@ class ToolRegistry:
         schema = self._tools[name].tool_call_schema
         return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
 
+    def sole_parameter(self, name: str) -> str | None:
+        """Return the argument a bare value fills in a compact step (``{"load_csv": "a.csv"}``).
+
+        That is the tool's one required argument, or its only argument when none is required;
+        None when there is no such argument (KeyError if there is no such tool).
+        """
+        schema = self.args_schema(name)
+        if schema is None:
+            return None
+        fields = schema.model_fields
+        required = [n for n, f in fields.items() if f.is_required()]
+        if len(required) == 1:
+            return required[0]
+        return next(iter(fields)) if not required and len(fields) == 1 else None
+
     def describe(self) -> str:
         """Describe every tool (name, description, side effects, JSON argument schema)."""
         entries = []
