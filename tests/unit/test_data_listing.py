@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 
 from planexec.tools.listing import MAX_COLUMNS, workspace_files
@@ -51,3 +53,28 @@ def test_wide_and_broken_tables_are_bounded(tmp_path):
         "; not readable as a table: \"'empty.csv' has a header but no rows of data\""
     )
     assert len(lines[1]) < 3000 and lines[1].endswith(f"; … {100 - MAX_COLUMNS} more")
+
+
+def test_a_table_is_profiled_once_until_it_changes(tmp_path, monkeypatch):
+    """A planner run does not re-read an unchanged table (its profile delays the first token)."""
+    from planexec.tools import listing
+
+    (tmp_path / "a.csv").write_text("x,y\n1,2\n")
+    reads: list[str] = []
+    real = listing.table_profile
+
+    def counted(workspace, relative):
+        reads.append(relative)
+        return real(workspace, relative)
+
+    monkeypatch.setattr(listing, "table_profile", counted)
+    assert workspace_files(Workspace(tmp_path)) == workspace_files(Workspace(tmp_path))
+    assert reads == ["a.csv", "a.csv"]  # just written: its times may not show a rewrite yet
+    monkeypatch.setattr(listing, "SETTLED_NS", 0)  # as if written long ago
+    first = workspace_files(Workspace(tmp_path))
+    assert workspace_files(Workspace(tmp_path)) == first
+    assert reads == ["a.csv"] * 3
+    time.sleep(0.05)  # past the file system's clock tick
+    (tmp_path / "a.csv").write_text("x,z\n1,2\n")  # same size, new content
+    assert '"z" number' in workspace_files(Workspace(tmp_path))
+    assert reads == ["a.csv"] * 4

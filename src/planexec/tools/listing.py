@@ -7,6 +7,8 @@ cut to a bounded length, so a file cannot add lines (instructions) to the planne
 from __future__ import annotations
 
 import json
+import threading
+import time
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,15 @@ MAX_PROFILED_FILES = 10
 MAX_COLUMNS = 25
 SAMPLE_ROWS = 50
 TABLE_SUFFIXES = (TEXT_SUFFIXES - {"", ".txt", ".dat"}) | EXCEL_SUFFIXES | {".parquet"}
+MAX_REMEMBERED_PROFILES = 512
+"""Table profiles kept for files that have not changed (each is one bounded line)."""
+
+SETTLED_NS = 3_000_000_000
+"""A file changed less long ago is profiled every time: a file system keeps times coarsely
+(to the tick, or to the second or two), so a rewrite that soon may leave its times as they were."""
+
+_profiles: dict[tuple[object, ...], str] = {}
+_profiles_lock = threading.Lock()
 
 
 def escaped(text: object, limit: int = 40) -> str:
@@ -83,6 +94,30 @@ def table_profile(workspace: Workspace, relative: str) -> str:
     return f"; columns{how}: " + "; ".join(shown) + more
 
 
+def remembered_profile(workspace: Workspace, path: Path, relative: str) -> str:
+    """Return :func:`table_profile`, read again only when the file has changed.
+
+    A file is known by its device, inode, size and modification and change times (ns), and
+    remembered only once those times are :data:`SETTLED_NS` old (as git treats "racily clean"
+    files), so a rewrite always shows. Reading a table to profile it is what delays a
+    planner's first token in a workspace with tables.
+    """
+    info = path.stat()
+    if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < SETTLED_NS:
+        return table_profile(workspace, relative)
+    key = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    with _profiles_lock:
+        known = _profiles.get(key)
+    if known is not None:
+        return known
+    line = table_profile(workspace, relative)
+    with _profiles_lock:
+        if len(_profiles) >= MAX_REMEMBERED_PROFILES:
+            del _profiles[next(iter(_profiles))]  # the oldest
+        _profiles[key] = line
+    return line
+
+
 def workspace_files(workspace: Workspace) -> str:
     """List (some of) the workspace's files for the planner's prompt, tables with columns."""
     files = list(islice(workspace.iter_files(), MAX_LISTED_FILES + 1))
@@ -92,7 +127,7 @@ def workspace_files(workspace: Workspace) -> str:
         line = f"- {_plain(relative)} ({path.stat().st_size} bytes)"
         if Path(relative).suffix.lower() in TABLE_SUFFIXES and profiled < MAX_PROFILED_FILES:
             profiled += 1
-            line += table_profile(workspace, relative)
+            line += remembered_profile(workspace, path, relative)
         found.append(line)
     if len(files) > MAX_LISTED_FILES:
         found.append("- …")
