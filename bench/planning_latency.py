@@ -11,7 +11,8 @@ json.dumps does) and without spaces (as OpenAI's current models write tool argum
 ``{"location":"Paris"}``); the same plan costs fewer tokens without. For approval ``never``
 and ``first`` (approved at once, as a script would), it prints: the plan's output tokens, time
 to the first step shown (the first ``plan_step`` event, as the plan streams), time to the
-first tool call (the first ``step_started`` event), and wall time to the final result.
+first tool call (the first ``step_started`` event), and wall time to the final result; then
+planexec's per-step overhead against the LangGraph floor (``bench/floor.py``).
 Run: python bench/planning_latency.py
 """
 
@@ -31,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import floor
 from common import random_dag, table, wait, wait_sync
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -189,7 +191,7 @@ async def main() -> None:
             rows,
         )
     )
-    print("Overhead against the LangGraph floor: python bench/floor.py")
+    await floor.main()  # the same process: planexec's overhead against the LangGraph floor
 
 
 if __name__ == "__main__":
