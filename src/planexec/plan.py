@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from planexec.plan_checks import check_step, tool_summary
-from planexec.plan_format import SoleParameter, expand
+from planexec.plan_format import STEP_FIELDS, SoleParameter, expand
 from planexec.references import iter_references
+from planexec.secrets import scrub_text
 from planexec.state import PlanDoc, StepDoc
-from planexec.storable import INT_MAX, UnstorableValueError, to_storable
+from planexec.storable import INT_MAX, INT_MIN, UnstorableValueError, to_storable
 
 if TYPE_CHECKING:
     from planexec.tools.registry import ToolRegistry
@@ -117,9 +118,41 @@ class PlanValidationError(ValueError):
 
 
 def goal_of_task(task: str, limit: int = 200) -> str:
-    """Return the goal of a plan that states none: the task's first line, at most ``limit``."""
+    """Return the goal of a plan that states none: the task's first line, at most ``limit``.
+
+    Secrets are scrubbed before the line is cut (a cut must not leave part of one behind).
+    """
     line = next((" ".join(ln.split()) for ln in task.splitlines() if ln.strip()), "")
+    line = scrub_text(line)
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _huge_integers(data: Any) -> list[str]:
+    """Name each step whose arguments hold an integer beyond 64 bits.
+
+    State would keep it as text, which a tool's number argument would read back as the number.
+    (An id or a dependency that large is refused by the plan's schema.)
+    """
+    steps = data.get("steps") if isinstance(data, dict) else None
+    found: list[str] = []
+    for position, step in enumerate(steps if isinstance(steps, list) else [], start=1):
+        if not isinstance(step, dict):
+            continue
+        pending = [v for k, v in step.items() if k == "args" or k not in STEP_FIELDS]
+        seen = 0
+        while pending and seen < 100_000:
+            value, seen = pending.pop(), seen + 1
+            if isinstance(value, dict):
+                pending.extend(value.values())
+            elif isinstance(value, list):
+                pending.extend(value)
+            elif type(value) is int and not INT_MIN <= value <= INT_MAX:
+                found.append(
+                    f"step {position}: an integer beyond 64 bits is not a number a tool takes "
+                    "(give it as text if it is an identifier)"
+                )
+                break
+    return found
 
 
 def _parse(
@@ -141,6 +174,8 @@ def _parse(
             data = json.loads(data)
         except (ValueError, RecursionError) as exc:  # also numbers past the digit limit
             raise PlanValidationError([f"not valid JSON: {exc}"]) from None
+    if huge := _huge_integers(data):
+        raise PlanValidationError(huge)
     try:
         data = to_storable(data)
     except (UnstorableValueError, TypeError, ValueError, RecursionError) as exc:

@@ -69,7 +69,7 @@ def run(graph: Any, value: Any, config: dict[str, Any], asynchronous: bool, **kw
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_FINDING_a_secret_in_the_tasks_first_line_never_reaches_the_plans_goal(
+def test_a_secret_in_the_tasks_first_line_never_reaches_the_plans_goal(
     monkeypatch, asynchronous
 ):
     """The planner model is sent the task scrubbed ([redacted]), and a goal it writes is
@@ -108,7 +108,7 @@ def test_FINDING_a_secret_in_the_tasks_first_line_never_reaches_the_plans_goal(
     assert leaked(chunks, task) == []
 
 
-def test_FINDING_a_goal_cut_at_its_length_limit_holds_no_piece_of_a_secret(monkeypatch):
+def test_a_goal_cut_at_its_length_limit_holds_no_piece_of_a_secret(monkeypatch):
     """The goal is the first line cut at 200 characters: a key that straddles the cut leaves
     its first characters in the goal, where no redaction of the whole key can find them. The
     goal must be scrubbed before it is cut (or not taken from the task)."""
@@ -128,7 +128,7 @@ def test_FINDING_a_goal_cut_at_its_length_limit_holds_no_piece_of_a_secret(monke
 # --------------------------------------------------------------------------------------------
 
 
-def test_FINDING_a_remembered_goal_from_the_task_never_claims_a_value_the_plan_ignores():
+def test_a_remembered_goal_from_the_task_never_claims_a_value_the_plan_ignores():
     """First run: "Show the top 15 rows", plan {"steps": [{"top_rows": 15}]} (bare int, no
     goal). Its goal is the task's line, so "15" is found in the plan's text and becomes a
     template parameter, though the plan's only use of it is the integer argument (which
@@ -164,7 +164,7 @@ def test_FINDING_a_remembered_goal_from_the_task_never_claims_a_value_the_plan_i
 # --------------------------------------------------------------------------------------------
 
 
-def test_FINDING_new_run_with_a_task_and_a_plan_without_goal_takes_the_tasks(tmp_path):
+def test_new_run_with_a_task_and_a_plan_without_goal_takes_the_tasks(tmp_path):
     """The compact format says "goal is optional: a plan without one takes the task's", and the
     planner, the replanner and an edit at approval all accept one; a plan handed to ``new_run``
     (the CLI's ``run TASK --plan FILE``) with its task is refused: "goal: Field required"
@@ -178,7 +178,7 @@ def test_FINDING_new_run_with_a_task_and_a_plan_without_goal_takes_the_tasks(tmp
         assert request.plan is not None and request.plan["goal"] == "Say hi"
 
 
-def test_FINDING_cli_run_task_with_a_plan_file_without_goal(tmp_path, monkeypatch):
+def test_cli_run_task_with_a_plan_file_without_goal(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from planexec.cli import app
@@ -197,7 +197,7 @@ def test_FINDING_cli_run_task_with_a_plan_file_without_goal(tmp_path, monkeypatc
 # --------------------------------------------------------------------------------------------
 
 
-def test_FINDING_an_integer_beyond_64_bits_is_refused_where_a_number_is_expected():
+def test_an_integer_beyond_64_bits_is_refused_where_a_number_is_expected():
     """plan._parse says integers beyond 64 bits "become text (so validation reports them where a
     number is expected)"; pydantic's lax mode reads the text back as an int, so the plan is
     valid and the tool is called with a 70-bit integer (bare or in full format alike)."""
@@ -217,7 +217,7 @@ def description_tool(path: str) -> str:
     return path
 
 
-def test_FINDING_a_bare_value_for_a_tool_named_like_a_step_field_is_not_silently_a_model_step():
+def test_a_bare_value_for_a_tool_named_like_a_step_field_is_not_silently_a_model_step():
     """A tool may be registered under a step field's name ("description"). The planner's prompt
     now says a tool with one required argument takes it bare, so it writes
     {"description": "a.csv"} to call it; that plan is valid and is a step for the executor
@@ -254,14 +254,14 @@ BAD_BARE = [
 
 
 @pytest.mark.parametrize(("plan", "error"), BAD_BARE)
-def test_HELD_bad_bare_values_are_refused_clearly(plan, error):
+def test_bad_bare_values_are_refused_clearly(plan, error):
     with pytest.raises(PlanValidationError) as exc:
         validate_plan(plan, ToolRegistry([echo, top_rows, pair]), max_steps=5, goal="task goal")
     assert any(error in e for e in exc.value.errors), exc.value.errors
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_HELD_edits_at_approval_with_bare_values_and_no_goal(asynchronous):
+def test_edits_at_approval_with_bare_values_and_no_goal(asynchronous):
     """A bad edit is refused with its reason and the thread asks again; a good compact edit
     without goal keeps the plan's goal, and what runs is the edited, expanded plan."""
     graph = graph_with(scripted(plan_reply({"goal": "the plan's goal", "steps": [{"echo": "a"}]})))
@@ -281,7 +281,7 @@ def test_HELD_edits_at_approval_with_bare_values_and_no_goal(asynchronous):
     assert RAN == [("edited", "!")]
 
 
-def test_HELD_a_bare_secret_streamed_under_never_runs_redacted_and_matches_the_plan(monkeypatch):
+def test_a_bare_secret_streamed_under_never_runs_redacted_and_matches_the_plan(monkeypatch):
     """Under ``never`` a bare value holding a key starts while streaming as the whole plan has
     it ([redacted]), and the whole plan joins (no divergence, no second run)."""
     for name, value in leaky.ENV.items():
@@ -300,7 +300,7 @@ def test_HELD_a_bare_secret_streamed_under_never_runs_redacted_and_matches_the_p
     assert leaky.leaks(values) == []
 
 
-def test_HELD_a_goal_from_the_task_stays_the_same_through_a_replan(use_models):
+def test_a_goal_from_the_task_stays_the_same_through_a_replan(use_models):
     """The revision leaves out its goal: it keeps the first plan's (taken from the task)."""
     first = {"steps": [{"pair": {"a": "x", "b": "y"}}, {"top_rows": "not a number $1"}]}
     revision = {"steps": [{"top_rows": 2}]}

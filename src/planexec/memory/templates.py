@@ -83,8 +83,12 @@ def _strings(value: Any) -> set[str]:
 
 
 def parameters(task: str, plan: dict[str, Any]) -> list[str]:
-    """Return the task's pieces the plan uses, in the order they appear in the task."""
-    used = _strings(plan)
+    """Return the task's pieces the plan's steps use, in the order they appear in the task.
+
+    Only the steps count: a piece the goal repeats but no step uses (a number a step takes as
+    a number, not text) is not a parameter, or a new task would claim a value that never runs.
+    """
+    used = _strings(plan.get("steps"))
     text = " ".join(used)
     found: list[str] = []
     for match in re.finditer(rf"{SPECIFIC.pattern}|{WORD.pattern}", task):

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from planexec.context import Context
-from planexec.plan import PlanValidationError, to_doc, validate_plan
+from planexec.plan import PlanValidationError, goal_of_task, to_doc, validate_plan
 from planexec.runs.db import RunError, is_postgres
 from planexec.sandbox import Sandbox, check_thread_id
 from planexec.state import PlanDoc
@@ -65,10 +65,13 @@ def new_run(
     ctx = context if context is not None else Context()
     sandbox = sandbox_for(workspace, db) if workspace is not None else None
     registry = tools if tools is not None else default_registry()
+    goal = goal_of_task(task) if task else None  # of a plan that states none
     if isinstance(plan, Mapping):
-        doc: PlanDoc | None = plan_doc(plan, registry, ctx.max_steps, "plan")
+        doc: PlanDoc | None = plan_doc(plan, registry, ctx.max_steps, "plan", goal)
     else:
-        doc = load_plan_file(Path(plan), registry, ctx.max_steps) if plan is not None else None
+        doc = (
+            load_plan_file(Path(plan), registry, ctx.max_steps, goal) if plan is not None else None
+        )
     if not task and doc is None:
         raise RunError("give a task, or a plan")
     files = [Path(item) for item in data]
@@ -90,15 +93,22 @@ def sandbox_for(folder: PathLike, db: str | None, outputs: str | None = None) ->
     return sandbox
 
 
-def plan_doc(data: object, tools: ToolRegistry, max_steps: int, name: str) -> PlanDoc:
-    """Validate a plan given as JSON data; return it as version 1, or raise RunError."""
+def plan_doc(
+    data: object, tools: ToolRegistry, max_steps: int, name: str, goal: str | None = None
+) -> PlanDoc:
+    """Validate a plan given as JSON data; return it as version 1, or raise RunError.
+
+    ``goal`` is the goal of a plan that states none (the task's); without it one must.
+    """
     try:
-        return to_doc(validate_plan(data, tools, max_steps=max_steps), version=1)
+        return to_doc(validate_plan(data, tools, max_steps=max_steps, goal=goal), version=1)
     except PlanValidationError as exc:
         raise RunError(f"{name} is invalid: " + "; ".join(exc.errors)) from None
 
 
-def load_plan_file(path: Path, tools: ToolRegistry, max_steps: int) -> PlanDoc:
+def load_plan_file(
+    path: Path, tools: ToolRegistry, max_steps: int, goal: str | None = None
+) -> PlanDoc:
     """Read and validate a plan file (JSON), or raise RunError in one line."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -106,7 +116,7 @@ def load_plan_file(path: Path, tools: ToolRegistry, max_steps: int) -> PlanDoc:
         raise RunError(f"cannot read plan file {path}: {exc.strerror}") from None
     except ValueError as exc:  # not JSON, not UTF-8, or a number past Python's digit limit
         raise RunError(f"plan file {path} is not valid JSON: {exc}") from None
-    return plan_doc(data, tools, max_steps, f"plan file {path}")
+    return plan_doc(data, tools, max_steps, f"plan file {path}", goal)
 
 
 def copy_data(files: list[Path], workspace: Path) -> None:

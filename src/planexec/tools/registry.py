@@ -10,6 +10,8 @@ from langchain_core.tools import BaseTool
 from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel
 
+from planexec.plan_format import STEP_FIELDS
+
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
 TYPICAL_LATENCY = "typical_latency"
@@ -50,6 +52,11 @@ class ToolRegistry:
         weighs, and the approval's estimate adds it up along the slowest chain.
         """
         tool_ = item if isinstance(item, BaseTool) else as_tool(item)
+        if tool_.name in STEP_FIELDS:  # {"description": "x"} would be a model step, not a call
+            raise ValueError(
+                f"a tool may not be named {tool_.name!r}: plan steps use that name for a field "
+                f"({', '.join(sorted(STEP_FIELDS))})"
+            )
         if isinstance(file_fields, str):
             raise TypeError(f"file_fields is a list of field names, not the text {file_fields!r}")
         marks: dict[str, Any] = {}
