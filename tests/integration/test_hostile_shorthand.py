@@ -69,9 +69,7 @@ def run(graph: Any, value: Any, config: dict[str, Any], asynchronous: bool, **kw
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_a_secret_in_the_tasks_first_line_never_reaches_the_plans_goal(
-    monkeypatch, asynchronous
-):
+def test_a_secret_in_the_tasks_first_line_never_reaches_the_plans_goal(monkeypatch, asynchronous):
     """The planner model is sent the task scrubbed ([redacted]), and a goal it writes is
     scrubbed too; a goal the planner takes from the task itself is not: the raw key lands in
     ``plan.goal``, the approval interrupt, the approval's AI message (``messages`` stream), the
