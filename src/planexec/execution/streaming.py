@@ -40,6 +40,7 @@ from langgraph._internal._constants import (
     RETURN,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.config import get_stream_writer
 from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
@@ -92,6 +93,14 @@ async def _ahold_place(step_id: int) -> None:
 _hold_place.__name__ = _ahold_place.__name__ = "hold_place"
 hold_place = task(_hold_place)
 ahold_place = task(_ahold_place)
+
+
+def _writer() -> Callable[[Any], None] | None:
+    """Return the run's custom stream writer (None outside a graph run)."""
+    try:
+        return get_stream_writer()
+    except RuntimeError:
+        return None
 
 
 class StreamingRound:
@@ -194,7 +203,7 @@ class StreamingRound:
         Steps that complete together (in one chunk, or a whole reply at once) start together:
         free slots go to the longest chain among them, as in the executor's rounds.
         """
-        due: list[tuple[StepDoc, bool]] = []  # each step that starts, and whether it runs
+        due: list[tuple[StepDoc, bool, int]] = []  # each step that starts, if it runs, where
         for position, written_step in written:
             step = self._check(position, written_step)
             if step is None:
@@ -202,8 +211,8 @@ class StreamingRound:
             runs = self.only is None or ran_digest(step) in self.only
             # a later step of the chunk may depend on it
             (self.started if runs else self.held)[step["id"]] = step
-            due.append((step, runs))
-        ready = [step for step, runs in due if runs]
+            due.append((step, runs, position))
+        ready = [step for step, runs, _ in due if runs]
         for step in ready:
             self.round.plan["steps"].append(step)
             if step.get("on_failure") == "skip":
@@ -212,9 +221,9 @@ class StreamingRound:
             self.round.slots.rank(chain_ranks(ready, self.tools))
         if ready:
             self.round.gate.add({s["id"]: s["depends_on"] for s in ready})
-        for step, runs in due:  # in the stream's order: a replay makes the same calls
+        for step, runs, position in due:  # in the stream's order: a replay makes the same calls
             if runs:
-                self._call(step)
+                self._call(step, position)
             else:  # a replay holds its place: the steps after it find their own results
                 self.holds.append(self.hold(step["id"]))
 
@@ -250,8 +259,16 @@ class StreamingRound:
             return None  # it repeats a failed step: the whole revision decides
         return step
 
-    def _call(self, step: StepDoc) -> None:
-        """Call the step's durable task (its dependents may join the round before it ends)."""
+    def _call(self, step: StepDoc, position: int) -> None:
+        """Call the step's durable task (its dependents may join the round before it ends).
+
+        A ``plan_step_started`` event first says which written step (``index``: its position
+        in the draft, as in ``plan_step`` events) starts, as which step id.
+        """
+        write = _writer()
+        if write is not None:
+            event = {"event": "plan_step_started", "by": self.by, "index": position}
+            write({**event, "step": step["id"]})
         future = self.call(step)
         future.add_done_callback(publisher(self.round.gate, step))
         self.calls.append((step, future))
@@ -278,8 +295,9 @@ class StreamingRound:
         rest = [s for s in topological_order(new) if s["id"] not in self.started]
         self.round.slots.rank(chain_ranks(new, self.tools))
         self.round.gate.add({s["id"]: s["depends_on"] for s in rest})
+        written = {s["id"]: position for position, s in enumerate(new, 1)}
         for step in rest:  # in run order: the same order on replay
-            self._call(step)
+            self._call(step, written[step["id"]])
         return True
 
     def futures(self) -> list[StepFuture]:
