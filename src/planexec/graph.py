@@ -129,7 +129,14 @@ def build_graph(
     )
     builder.add_node(
         "replanner",
-        sync_and_async(replanner.replan, replanner.areplan, tools=registry, chat_models=chat),
+        sync_and_async(
+            replanner.replan,
+            replanner.areplan,
+            tools=registry,
+            sandbox=box,
+            chat_models=chat,
+            operator_policy=cast(ApprovalPolicy, policy),
+        ),
         retry_policy=MODEL_RETRY,
     )
     builder.add_node("failure_review", partial(failure_review.review_failure, tools=registry))

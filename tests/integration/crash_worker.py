@@ -37,6 +37,14 @@ def append_line(label: str, seconds: float) -> dict:
     return {"label": label}
 
 
+@tool
+def broken(reason: str) -> dict:
+    """Append "broken" to log.txt, then fail (a step the replanner works around)."""
+    with current_workspace().resolve("log.txt").open("a") as handle:
+        handle.write("broken\n")
+    raise ValueError(f"it failed: {reason}")
+
+
 @contextmanager
 def sync_saver(db: str) -> Iterator[Any]:
     if db.startswith("postgresql://"):
@@ -101,7 +109,7 @@ def main() -> None:
     policy = "never" if mode.endswith("-never") else "first"
     context = Context(planner_model=f"scripted:{script}", approval=policy)
     sandbox = Sandbox.one_folder(workspace, outputs=f"{workspace}.outputs")
-    registry = ToolRegistry([append_line])
+    registry = ToolRegistry([append_line, broken])
     if mode.startswith("sync"):
         with sync_saver(db) as saver:
             graph = build_graph(

@@ -172,6 +172,28 @@ def test_a_replanned_plan_is_shown_with_its_changes_while_the_status_shows_the_r
     assert re.search(r"revised the plan in 1\.\d+s", text)
 
 
+def test_approval_never_shows_a_revisions_step_started_as_the_revision_is_written(tmp_path):
+    # the replanner's new step starts while it writes the revision: its line shows its tool
+    # and arguments as written (its id comes after the kept step's), then the revision
+    (tmp_path / "ws" / "folder").mkdir(parents=True)
+    (tmp_path / "ws" / "notes.txt").write_text("the notes")
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "read_file", {"path": "folder"}), step(2, "list_files", {})))
+    )
+    planner = script(
+        tmp_path / "planner.json", plan_of(step(3, "read_file", {"path": "notes.txt"}))
+    )
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws",
+                  "--planner-model", planner, "--approval", "never")  # fmt: skip
+    text, code = finish(child)
+    assert code == 0, text
+    running = '▶ step 3 running (read_file {"path": "notes.txt"}) as the plan is written'
+    assert running in text
+    assert text.index(running) < text.index("✔ step 3 done")
+    assert text.index(running) < text.index("plan v2 runs (revised after failures")
+
+
 def test_approval_never_still_shows_the_plan_that_runs(tmp_path):
     # with approval never a step starts as soon as its line of the plan is written: its line
     # shows what it runs (tool and arguments) when it starts; the whole plan once written

@@ -212,3 +212,76 @@ def test_worker_processes_sharing_postgres_resume_any_thread(tmp_path, script, p
     for tid in ids:
         assert result(workspaces[tid], tid)["final"]["status"] == "succeeded"
         assert len(lines(workspaces[tid])) == 5
+
+
+# the replanner's revision under approval never: its steps start while it streams (in the
+# replanner node); step 1 is kept, the revision's ids start at 2
+FAILING = plan_of(
+    step(1, "append_line", {"label": "zero", "seconds": 0.05}),
+    step(2, "broken", {"reason": "disk full"}, [1]),
+)
+REVISION = plan_of(
+    step(2, "append_line", {"label": "one after $1.label", "seconds": 0.05}, [1]),
+    step(3, "append_line", {"label": "two", "seconds": 0.05}, [2]),
+    step(4, "append_line", {"label": "three", "seconds": 1.5}),
+    step(5, "append_line", {"label": "four", "seconds": 1.5}, [3]),
+    step(6, "append_line", {"label": "five after $4.label and $5.label", "seconds": 0.05}, [4, 5]),
+)
+REVISED = ["zero", "broken", "one after zero", "two", "three", "four", "five after three and four"]
+
+
+def revising_script(path: Path) -> None:
+    """The planner's and replanner's script: a plan with a failing step, then the revision."""
+    replies = [
+        {"tool_calls": [{"name": "Plan", "args": REVISION}], "match": "did not fully succeed"},
+        {"tool_calls": [{"name": "Plan", "args": FAILING}], "match": "crash test"},
+    ]
+    path.write_text(json.dumps({"replies": replies, "stream_chunk_chars": 16}))
+
+
+def waiting_node(db: str, thread_id: str) -> tuple[str, ...]:
+    """Return the nodes the killed thread would run next (from its last checkpoint)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    from planexec import build_graph
+
+    with SqliteSaver.from_conn_string(db) as saver:
+        graph = build_graph(checkpointer=saver)
+        return graph.get_state({"configurable": {"thread_id": thread_id}}).next
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_run_killed_while_its_revision_streamed_resumes_without_rerunning_steps(
+    tmp_path, db, mode
+):
+    script = tmp_path / "revising.json"
+    revising_script(script)
+    ws, thread_id = tmp_path / "ws", str(uuid.uuid4())
+    proc = worker("run", db("runs"), ws, thread_id, script, f"{mode}-never")
+    kill_once_logged(proc, ws, ["zero", "broken", "one after zero", "two"])
+    if not db("runs").startswith("postgresql://"):
+        assert waiting_node(db("runs"), thread_id) == ("replanner",)  # killed while revising
+
+    finish(worker("resume", db("runs"), ws, thread_id, script, f"{mode}-never"))
+    assert sorted(lines(ws)) == sorted(REVISED)  # each once
+    out = result(ws, thread_id)
+    assert out["final"]["status"] == "succeeded"
+    assert {k: s["status"] for k, s in out["steps"].items()} == {
+        str(i): "succeeded" for i in range(1, 7)
+    }
+    assert out["steps"]["6"]["output"] == {"label": "five after three and four"}
+
+
+def test_a_run_killed_while_its_revision_streamed_and_resumed_under_a_stricter_policy(tmp_path):
+    # started under never, resumed under first: the revision's finished steps are found again
+    # and recorded (not run twice); the revision adds no side-effecting tool, so under first
+    # it runs unasked once whole, and the rest runs then
+    script = tmp_path / "revising.json"
+    revising_script(script)
+    db, ws, thread_id = str(tmp_path / "runs.db"), tmp_path / "ws", str(uuid.uuid4())
+    proc = worker("run", db, ws, thread_id, script, "sync-never")
+    kill_once_logged(proc, ws, ["zero", "broken", "one after zero", "two"])
+
+    finish(worker("resume", db, ws, thread_id, script, "sync"))  # policy first
+    assert sorted(lines(ws)) == sorted(REVISED)  # each once
+    assert result(ws, thread_id)["final"]["status"] == "succeeded"

@@ -28,8 +28,9 @@ class Progress:
         """Print on ``out``; ``judge``: the evaluator calls a model (``--judge``)."""
         self.out, self.activity, self.board = out, activity, board
         self.models = set(WORK) - (set() if judge else {"evaluator"})
-        self.planning = False  # the planner is writing a plan
-        self.streamed: dict[int, str] = {}  # its steps so far by id, as written: "tool {args}"
+        self.planning = False  # the planner (or replanner) is writing a plan (or revision)
+        self.written: dict[int, str] = {}  # its first draft's steps by position: "tool {args}"
+        self.streamed: dict[int, str] = {}  # those that started, by step id
 
     def __call__(self, event: StepEvent) -> None:
         """Show one event (unknown events show nothing)."""
@@ -41,20 +42,21 @@ class Progress:
         elif kind == "plan_step":
             by = "replanner" if event.get("by") == "replanner" else "planner"
             written = event.get("index", 0)  # 1 for the first step
-            if by == "planner" and event.get("draft") == 1:
-                shown = event.get("written")
-                sid = shown.get("id") if isinstance(shown, dict) else None
-                # steps events name steps by id: the plan's own where it writes them
-                self.streamed[sid if isinstance(sid, int) else written] = step_text(shown)
+            if event.get("draft") == 1:  # only a first draft's steps start as it is written
+                self.written[written] = step_text(event.get("written"))
             self.activity.relabel(
                 by, f"{WORK[by][0]} ({written} step{'' if written == 1 else 's'} so far)"
             )
+        elif kind == "plan_step_started":  # which step id a written step runs as
+            sid, index = event.get("step"), event.get("index", 0)
+            if isinstance(sid, int) and index in self.written:
+                self.streamed[sid] = self.written[index]
         elif kind == "step_started":
             sid = event.get("step")
             tool = str(event.get("tool") or "model")
             self.activity.begin(f"step {sid}", f"step {sid} ({tool})")
             if self.planning and isinstance(sid, int) and sid in self.streamed:
-                # no plan has been shown yet (approval never): show what runs, as written
+                # the plan (or revision) is not shown yet (approval never): what runs, as written
                 what = f" running ({self.streamed[sid]}) as the plan is written"
                 self.out.print(
                     styled((f"  ▶ step {sid}", "yellow"), what),
@@ -76,8 +78,8 @@ class Progress:
         """Show a model's work starting (status line) or ending (one line with its time)."""
         if name == "executor" and started:
             self.board.before_run()
-        if name == "planner":
-            self.planning, self.streamed = started, {}
+        if name in {"planner", "replanner"}:
+            self.planning, self.written, self.streamed = started, {}, {}
         if name not in self.models:
             return
         label, done = WORK[name]

@@ -1,26 +1,32 @@
 """Steps that start while the plan streams, when no one has to approve it (approval ``never``).
 
-The planner node then runs the plan's first round itself, as the model writes the plan. A step
-starts as soon as its line is complete if, on its own, it is valid (the same
+The planner node then runs the plan's first round itself, as the model writes the plan, and the
+replanner node the first round of its revision, as the model writes it. A step starts as soon
+as its line is complete if, on its own, it is valid (the same
 :func:`planexec.plan.validate_plan` as the whole plan), calls a tool, and depends only on steps
-already started; nothing else starts before the whole plan is valid, and then the rest of the
-plan joins the same round (each step as soon as its own dependencies are done: no barrier
-between the steps that started early and the others).
+already started or kept (a revision's succeeded steps, done before the round opened); nothing
+else starts before the whole plan is valid (and, for a revision, accepted by the replanner's
+rules), and then the rest of the plan joins the same round (each step as soon as its own
+dependencies are done: no barrier between the steps that started early and the others). A
+revision's step that repeats a failed step waits for the whole revision: a revision made only
+of such steps ends the run, and must not have run them again.
 
 Durable and replayable like the executor's rounds: every step is a durable step task, called
 in a deterministic order (streamed steps as their lines complete, the rest in run order), and a
 result replayed for a call counts only for the step it ran
 (:func:`planexec.execution.outcomes.ran_digest`): a plan written anew after a crash may differ.
-A draft found invalid after some of its steps started keeps their outcomes, for the audit and,
-where the repaired plan has the same steps, as their records. A planner run resumed after an
-earlier attempt finished steps finds them again (:func:`started_before`); under a policy that
-asks a human it replays only those (``only``) and starts nothing else before the approval.
+A draft found invalid (or a revision refused) after some of its steps started keeps their
+outcomes, for the audit and, where the repaired plan has the same steps, as their records. A
+planner or replanner run resumed after an earlier attempt finished steps finds them again
+(:func:`started_before`); under a policy that asks a human it replays only those (``only``) and
+starts nothing else before the approval.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -34,11 +40,12 @@ from langgraph._internal._constants import (
     RETURN,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.config import get_stream_writer
 from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 
-from planexec.budget import Budget, BudgetExhausted
+from planexec.budget import Budget, BudgetExhausted, stopped
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
@@ -55,12 +62,14 @@ from planexec.models import ChatModels
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import step_digest, topological_order
 from planexec.records import current_records, record_key
+from planexec.revising import signature
 from planexec.sandbox import Sandbox
 from planexec.secrets import redact
 from planexec.state import PlanDoc, Revision, RoleUsage, State, StepDoc, StepRecord, add_usage
 from planexec.storable import storable_text
 from planexec.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
+from planexec.usage import UsageCounter
 
 StepTask = Callable[[StepDoc], StepFuture]
 """The durable step task to call (the executor node's ``run_step`` or ``arun_step``)."""
@@ -86,6 +95,14 @@ hold_place = task(_hold_place)
 ahold_place = task(_ahold_place)
 
 
+def _writer() -> Callable[[Any], None] | None:
+    """Return the run's custom stream writer (None outside a graph run)."""
+    try:
+        return get_stream_writer()
+    except RuntimeError:
+        return None
+
+
 class StreamingRound:
     """The first round of a plan that runs while it streams: steps join it as they come."""
 
@@ -98,14 +115,24 @@ class StreamingRound:
         only: frozenset[str] | None = None,
         *,
         asynchronous: bool = False,
+        kept: dict[str, StepRecord] | None = None,
+        failed: frozenset[str] = frozenset(),
+        by: str = "planner",
     ) -> None:
         """Run the steps offered on ``round_`` (its plan grows with them) through ``call``.
 
         ``only`` (replay): start only these steps (by :func:`ran_digest`), the ones an earlier
         attempt finished, and nothing else: a resume under a policy that asks a human.
+        ``kept`` (a revision): the records of the steps it keeps, already in ``round_``'s plan
+        and done; the streamed steps' ids come after theirs. ``failed``: the
+        :func:`~planexec.revising.signature` of steps that failed, which no step repeats
+        before the whole plan is known. ``by``: the node that drafts (planner, replanner).
         """
         self.round, self.call, self.tools, self.max_steps = round_, call, tools, max_steps
         self.only = only
+        self.kept_records = dict(kept or {})
+        self.kept = frozenset(s["id"] for s in round_.plan["steps"])
+        self.failed, self.by = failed, by
         self.held: dict[int, StepDoc] = {}  # steps a replay does not start (see ``offer``)
         self.holds: list[StepFuture] = []
         self.hold = ahold_place if asynchronous else hold_place
@@ -130,22 +157,45 @@ class StreamingRound:
         version: int,
         budget: Budget,
         only: frozenset[str] | None = None,
+        kept: list[StepDoc] | None = None,
+        records: dict[str, StepRecord] | None = None,
+        goal: str = "",
+        failed: frozenset[str] = frozenset(),
+        by: str = "planner",
     ) -> StreamingRound:
-        """Open an empty round for the plan about to stream (touches the disk: the workspace).
+        """Open a round for the plan about to stream (touches the disk: the workspace).
 
-        Its steps spend ``budget``, the one the planner's model calls spend.
+        Its steps spend ``budget``, the one the drafting model's calls spend. A revision's
+        round opens with the ``kept`` steps of ``goal``'s plan, done (their ``records``): its
+        new steps may depend on them and read their results (``$N``).
         """
-        empty = PlanDoc(goal="", steps=[], version=version)
-        round_, _ = open_round(
-            {**state, "plan": empty, "steps": {}},
+        kept_steps = list(kept or [])
+        kept_records = {
+            record_key(s["id"]): (records or {})[record_key(s["id"])] for s in kept_steps
+        }
+        base = PlanDoc(goal=goal, steps=kept_steps, version=version)
+        round_, waiting = open_round(
+            {**state, "plan": base, "steps": kept_records},
             config,
             tools=tools,
             sandbox=sandbox,
             asynchronous=asynchronous,
             chat_models=chat_models,
         )
+        if waiting:  # a kept step that has not succeeded: nothing may wait on it here
+            raise RuntimeError(f"kept steps {[s['id'] for s in waiting]} have not succeeded")
         round_.budget = budget
-        return cls(round_, call, tools, max_steps, only, asynchronous=asynchronous)
+        return cls(
+            round_,
+            call,
+            tools,
+            max_steps,
+            only,
+            asynchronous=asynchronous,
+            kept=kept_records,
+            failed=failed,
+            by=by,
+        )
 
     def offer(self, written: list[tuple[int, dict[str, Any] | None]]) -> None:
         """Start the streamed steps that may start now (see the module), given in plan order.
@@ -153,7 +203,7 @@ class StreamingRound:
         Steps that complete together (in one chunk, or a whole reply at once) start together:
         free slots go to the longest chain among them, as in the executor's rounds.
         """
-        due: list[tuple[StepDoc, bool]] = []  # each step that starts, and whether it runs
+        due: list[tuple[StepDoc, bool, int]] = []  # each step that starts, if it runs, where
         for position, written_step in written:
             step = self._check(position, written_step)
             if step is None:
@@ -161,8 +211,8 @@ class StreamingRound:
             runs = self.only is None or ran_digest(step) in self.only
             # a later step of the chunk may depend on it
             (self.started if runs else self.held)[step["id"]] = step
-            due.append((step, runs))
-        ready = [step for step, runs in due if runs]
+            due.append((step, runs, position))
+        ready = [step for step, runs, _ in due if runs]
         for step in ready:
             self.round.plan["steps"].append(step)
             if step.get("on_failure") == "skip":
@@ -171,9 +221,9 @@ class StreamingRound:
             self.round.slots.rank(chain_ranks(ready, self.tools))
         if ready:
             self.round.gate.add({s["id"]: s["depends_on"] for s in ready})
-        for step, runs in due:  # in the stream's order: a replay makes the same calls
+        for step, runs, position in due:  # in the stream's order: a replay makes the same calls
             if runs:
-                self._call(step)
+                self._call(step, position)
             else:  # a replay holds its place: the steps after it find their own results
                 self.holds.append(self.hold(step["id"]))
 
@@ -187,7 +237,8 @@ class StreamingRound:
         if has_id != self.with_ids:  # some steps with ids, some without: an invalid plan
             self.closed = True
             return None
-        earlier = self.seen_ids if has_id else set(range(1, position))
+        after = max(self.kept, default=0)  # a revision's steps are numbered on after the kept
+        earlier = (self.seen_ids if has_id else set(range(after + 1, after + position))) | self.kept
         try:
             parsed = validate_plan(
                 {"goal": "(streaming)", "steps": [written]}, self.tools, max_steps=1, kept=earlier
@@ -197,17 +248,27 @@ class StreamingRound:
                 self.seen_ids.add(written["id"])
             return None
         step = to_doc(parsed, version=self.round.plan["version"])["steps"][0]
-        if step["id"] in self.seen_ids:  # a duplicate id: an invalid plan
+        if step["id"] in self.seen_ids | self.kept:  # a duplicate id: an invalid plan
             self.closed = True
             return None
         self.seen_ids.add(step["id"])
-        started = self.started.keys() | self.held.keys()
+        started = self.started.keys() | self.held.keys() | self.kept
         if step["tool"] is None or any(d not in started for d in step["depends_on"]):
             return None  # a model step needs the goal; a step after one not started waits
+        if self.failed and signature(step) in self.failed:
+            return None  # it repeats a failed step: the whole revision decides
         return step
 
-    def _call(self, step: StepDoc) -> None:
-        """Call the step's durable task (its dependents may join the round before it ends)."""
+    def _call(self, step: StepDoc, position: int) -> None:
+        """Call the step's durable task (its dependents may join the round before it ends).
+
+        A ``plan_step_started`` event first says which written step (``index``: its position
+        in the draft, as in ``plan_step`` events) starts, as which step id.
+        """
+        write = _writer()
+        if write is not None:
+            event = {"event": "plan_step_started", "by": self.by, "index": position}
+            write({**event, "step": step["id"]})
         future = self.call(step)
         future.add_done_callback(publisher(self.round.gate, step))
         self.calls.append((step, future))
@@ -222,17 +283,21 @@ class StreamingRound:
         steps = {s["id"]: s for s in plan["steps"]}
         if any(steps.get(sid) != step for sid, step in self.started.items()):
             return False
+        if any(steps.get(s["id"]) != s for s in self.round.plan["steps"] if s["id"] in self.kept):
+            return False  # a revision keeps its kept steps as they were
         self.round.plan = plan
         self.round.skippable = frozenset(
             s["id"] for s in plan["steps"] if s.get("on_failure") == "skip"
         )
-        if len(self.started) == len(plan["steps"]):
+        new = [s for s in plan["steps"] if s["id"] not in self.kept]
+        if len(self.started) == len(new):
             return True  # every step started as it streamed
-        rest = [s for s in topological_order(plan["steps"]) if s["id"] not in self.started]
-        self.round.slots.rank(chain_ranks(plan["steps"], self.tools))
+        rest = [s for s in topological_order(new) if s["id"] not in self.started]
+        self.round.slots.rank(chain_ranks(new, self.tools))
         self.round.gate.add({s["id"]: s["depends_on"] for s in rest})
+        written = {s["id"]: position for position, s in enumerate(new, 1)}
         for step in rest:  # in run order: the same order on replay
-            self._call(step)
+            self._call(step, written[step["id"]])
         return True
 
     def futures(self) -> list[StepFuture]:
@@ -253,7 +318,10 @@ class StreamingRound:
         return records
 
     def draft_revision(self, reason: str) -> Revision:
-        """Return the audit record of the steps that started from a draft no plan kept."""
+        """Return the audit record of the steps that started from a draft no plan kept.
+
+        Only those steps (not a revision's kept steps, recorded with the plan they are in).
+        """
         return Revision(
             version=self.round.plan["version"],
             reason=reason,
@@ -266,8 +334,8 @@ class StreamingRound:
         )
 
     def carried(self, plan: PlanDoc) -> dict[str, StepRecord]:
-        """Return ``plan``'s step records, the started steps' kept where they are its own."""
-        return current_records(plan, self.records())
+        """Return ``plan``'s step records, the started (and kept) steps' where they are its own."""
+        return current_records(plan, {**self.kept_records, **self.records()})
 
     def wait(self) -> None:
         """Block until every step task called so far has ended (sync runs)."""
@@ -279,17 +347,25 @@ class StreamingRound:
             *cast(list[asyncio.Future[Any]], self.futures()), return_exceptions=True
         )
 
-    def start_rest(self, draft: Draft) -> bool:
-        """Start the rest of a valid first draft in this round; False if it must wait.
+    def start_rest(self, plan: PlanDoc | None) -> bool:
+        """Start the rest of the whole ``plan`` in this round; False if it must wait.
 
-        A repaired draft (the first one was invalid), one whose started steps differ from its
-        whole text, or a replay (``only``) is not run here: the rest of its steps go through
-        the approval and the executor as usual.
+        ``plan`` is what the node makes of a valid first draft (a revision: merged with the
+        kept steps), None for a repaired draft (the first one was invalid) or one the node
+        refuses. That, a plan whose started steps differ from its whole text, or a replay
+        (``only``) is not run here: the rest of its steps go through the approval and the
+        executor as usual (or the run ends).
         """
-        if draft.plan is None or draft.attempts != 1 or self.only is not None:
+        if plan is None or self.only is not None:
             self.closed = True
             return False
-        return self.join(to_doc(draft.plan, version=self.round.plan["version"]))
+        return self.join(plan)
+
+    def first_plan(self, draft: Draft) -> PlanDoc | None:
+        """Return the plan of a valid first draft (the planner's), else None (see start_rest)."""
+        if draft.plan is None or draft.attempts != 1:
+            return None
+        return to_doc(draft.plan, version=self.round.plan["version"])
 
     def update(self, planned: dict[str, Any], ran_all: bool) -> dict[str, Any]:
         """Return the planner's state update with what this round ran (every task has ended).
@@ -309,15 +385,16 @@ class StreamingRound:
                 "usage": add_usage(planned.get("usage") or {}, round_usage(outcomes)),
             }
         records = self.carried(plan) if plan is not None else {}
-        kept = {k for k, r in records.items() if r.get("status") != "pending"}
+        counted = {k for k, r in records.items() if r.get("status") != "pending"}
         update = {**planned, "usage": add_usage(planned.get("usage") or {}, self.usage())}
         if plan is not None:
             update["steps"] = records
-        if any(record_key(s["id"]) not in kept for s, _ in self.calls):
+        if any(record_key(s["id"]) not in counted for s, _ in self.calls):
+            what = "plan" if self.by == "planner" else "revision"
             revision = self.draft_revision(
-                "steps of the planner's first draft started while it streamed (approval "
-                "'never'); that draft was not the plan that came of it"
-                + ("" if plan is not None else " (no valid plan came of it)")
+                f"steps of the {self.by}'s first draft started while it streamed (approval "
+                f"'never'); that draft was not the {what} that came of it"
+                + ("" if plan is not None else f" (no valid {what} came of it)")
             )
             update["revisions"] = [*(planned.get("revisions") or []), revision]
         return update
@@ -345,7 +422,7 @@ def _after_failure(streaming: StreamingRound, failure: Exception) -> Draft:
     said = redact(f"{type(failure).__name__}: {failure}", streaming.round.secrets)
     return Draft(
         plan=None,
-        errors=[storable_text(f"the planner model failed after steps had started: {said}")],
+        errors=[storable_text(f"the {streaming.by} model failed after steps had started: {said}")],
         attempts=1,
     )
 
@@ -358,10 +435,13 @@ def draft_and_run(
     conversation: Drafting,
     again: Callable[[], Drafting],
     config: RunnableConfig,
+    whole: Callable[[Draft], PlanDoc | None] | None = None,
 ) -> tuple[Draft, bool]:
     """Draft a plan whose steps start as it streams (sync runs); return it and ``ran_all``.
 
-    ``ran_all`` says whether the whole plan ran in this round. Every started step has ended
+    ``ran_all`` says whether the whole plan ran in this round: ``whole`` makes the plan the rest
+    of whose steps join the round from the draft (None: it must wait; default: the planner's
+    :meth:`StreamingRound.first_plan`). Every started step has ended
     when this returns or raises. Once a step has started, a failing model no longer raises
     (see :func:`_after_failure`); a reply cut off by a transient error is first asked for
     again here, in a new conversation from ``again`` (its steps then start in the executor).
@@ -369,8 +449,10 @@ def draft_and_run(
     with running(streaming.round):
         try:
             try:
-                draft = draft_plan(model, conversation, config, on_step=streaming.offer)
-                return draft, streaming.start_rest(draft)
+                draft = draft_plan(
+                    model, conversation, config, by=streaming.by, on_step=streaming.offer
+                )
+                return draft, streaming.start_rest((whole or streaming.first_plan)(draft))
             except KEEP_RAISING:
                 raise
             except Exception as exc:
@@ -382,7 +464,7 @@ def draft_and_run(
             for attempt in range(1, REDRAFTS + 1 if is_transient(failure) else 1):
                 time.sleep(2 ** (attempt - 1))
                 try:
-                    return draft_plan(model, again(), config), False
+                    return draft_plan(model, again(), config, by=streaming.by), False
                 except KEEP_RAISING:
                     raise
                 except Exception as exc:
@@ -400,6 +482,7 @@ async def adraft_and_run(
     conversation: Drafting,
     again: Callable[[], Drafting],
     config: RunnableConfig,
+    whole: Callable[[Draft], PlanDoc | None] | None = None,
 ) -> tuple[Draft, bool]:
     """Draft a plan whose steps start as it streams (async runs), like :func:`draft_and_run`.
 
@@ -408,8 +491,10 @@ async def adraft_and_run(
     with running(streaming.round):
         try:
             try:
-                draft = await adraft_plan(model, conversation, config, on_step=streaming.offer)
-                return draft, streaming.start_rest(draft)
+                draft = await adraft_plan(
+                    model, conversation, config, by=streaming.by, on_step=streaming.offer
+                )
+                return draft, streaming.start_rest((whole or streaming.first_plan)(draft))
             except KEEP_RAISING:
                 raise
             except Exception as exc:
@@ -422,7 +507,7 @@ async def adraft_and_run(
                 await asyncio.sleep(2 ** (attempt - 1))
                 try:
                     fresh = await asyncio.to_thread(again)
-                    return await adraft_plan(model, fresh, config), False
+                    return await adraft_plan(model, fresh, config, by=streaming.by), False
                 except KEEP_RAISING:
                     raise
                 except Exception as exc:
@@ -432,6 +517,62 @@ async def adraft_and_run(
             return _after_failure(streaming, failure), False
         finally:
             await streaming.await_all()  # whatever happens, no step is left behind
+
+
+def drafted_and_ran(
+    streaming: StreamingRound,
+    model: BaseChatModel,
+    conversation: Drafting,
+    again: Callable[[], Drafting],
+    config: RunnableConfig,
+    *,
+    budget: Budget,
+    counter: UsageCounter,
+    update: Callable[[Draft], dict[str, Any]],
+    whole: Callable[[Draft], PlanDoc | None] | None = None,
+) -> dict[str, Any]:
+    """Draft and run in ``streaming`` (sync runs); return the node's state update.
+
+    The one body of the planner's and the replanner's streaming runs: ``update`` makes the
+    node's own update of the draft (the plan, or why there is none), to which this adds what
+    the round ran (:meth:`StreamingRound.update`). A spent budget ends the run with the
+    started steps recorded.
+    """
+    try:
+        budget.check()
+        draft, ran_all = draft_and_run(streaming, model, conversation, again, config, whole)
+    except BudgetExhausted as exc:
+        return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
+    finally:
+        streaming.round.close()
+    if streaming.calls:
+        with contextlib.suppress(CheckpointStoreError):
+            streaming.round.store.check_blocking()  # did the store fail meanwhile?
+    return {**streaming.update(update(draft), ran_all), "busy_seconds": budget.elapsed()}
+
+
+async def adrafted_and_ran(
+    streaming: StreamingRound,
+    model: BaseChatModel,
+    conversation: Drafting,
+    again: Callable[[], Drafting],
+    config: RunnableConfig,
+    *,
+    budget: Budget,
+    counter: UsageCounter,
+    update: Callable[[Draft], dict[str, Any]],
+    whole: Callable[[Draft], PlanDoc | None] | None = None,
+) -> dict[str, Any]:
+    """:func:`drafted_and_ran` for async runs (``again`` runs in a worker thread)."""
+    try:
+        budget.check()
+        draft, ran_all = await adraft_and_run(streaming, model, conversation, again, config, whole)
+    except BudgetExhausted as exc:
+        return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
+    if streaming.calls:
+        with contextlib.suppress(CheckpointStoreError):
+            await streaming.round.store.check()  # did the store fail meanwhile?
+    return {**streaming.update(update(draft), ran_all), "busy_seconds": budget.elapsed()}
 
 
 def _checkpoint_of(
@@ -460,11 +601,11 @@ def _step_results(found: CheckpointTuple | None) -> frozenset[str]:
 
 
 def started_before(config: RunnableConfig) -> frozenset[str]:
-    """Return the steps an earlier attempt of this planner run finished (sync runs).
+    """Return the steps an earlier attempt of this planner (or replanner) run finished (sync).
 
-    Only the planner's first round under ``never`` runs steps in this node, so a result of a
-    step task saved at this superstep means the plan was streaming and running when that
-    attempt ended (a crash, a stop): the planner must find those steps again (replayed,
+    Only the first round of a plan (or revision) under ``never`` runs steps in these nodes, so
+    a result of a step task saved at this superstep means the plan was streaming and running
+    when that attempt ended (a crash, a stop): the node must find those steps again (replayed,
     recorded) rather than plan anew and run them twice, whatever policy the resume asks for.
     Each is named by :func:`~planexec.execution.outcomes.ran_digest`. Read from the
     checkpoint's pending writes (LangGraph keeps a task's result there until the node ends;
@@ -475,7 +616,7 @@ def started_before(config: RunnableConfig) -> frozenset[str]:
 
 
 async def astarted_before(config: RunnableConfig) -> frozenset[str]:
-    """Return the steps an earlier attempt of this planner run finished (async runs)."""
+    """Return the steps an earlier attempt of this planner (or replanner) run finished (async)."""
     found = _checkpoint_of(config)
     if found is None:
         return frozenset()

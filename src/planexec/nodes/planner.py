@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from functools import partial
 from typing import Any
@@ -19,9 +18,9 @@ from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.execution.streaming import (
     StreamingRound,
-    adraft_and_run,
+    adrafted_and_ran,
     astarted_before,
-    draft_and_run,
+    drafted_and_ran,
     started_before,
 )
 from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
@@ -32,7 +31,6 @@ from planexec.records import pending_record, record_key
 from planexec.review.policy import effective_policy, runs_unapproved
 from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State
-from planexec.store_guard import CheckpointStoreError
 from planexec.tools.listing import MAX_LISTED_FILES as MAX_LISTED_FILES  # re-exported
 from planexec.tools.listing import workspace_files
 from planexec.tools.registry import ToolRegistry
@@ -145,18 +143,16 @@ def plan(
             only=None if runs_unapproved(policy) else finished,
         )
         again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
-        try:
-            budget.check()
-            draft, ran_all = draft_and_run(streaming, model, conversation, again, call_config)
-        except BudgetExhausted as exc:
-            return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
-        finally:
-            streaming.round.close()
-        if streaming.calls:
-            with contextlib.suppress(CheckpointStoreError):
-                streaming.round.store.check_blocking()  # did the store fail meanwhile?
-        update = streaming.update(planned(state, draft, counter), ran_all)
-        return {**update, "busy_seconds": budget.elapsed()}
+        return drafted_and_ran(
+            streaming,
+            model,
+            conversation,
+            again,
+            call_config,
+            budget=budget,
+            counter=counter,
+            update=partial(planned, state, counter=counter),
+        )
     try:
         with spending(budget):
             budget.check()
@@ -220,18 +216,16 @@ async def aplan(
             config,
         )
         again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
-        try:
-            budget.check()
-            draft, ran_all = await adraft_and_run(
-                streaming, model, conversation, again, call_config
-            )
-        except BudgetExhausted as exc:
-            return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
-        if streaming.calls:
-            with contextlib.suppress(CheckpointStoreError):
-                await streaming.round.store.check()  # did the store fail meanwhile?
-        update = streaming.update(planned(state, draft, counter), ran_all)
-        return {**update, "busy_seconds": budget.elapsed()}
+        return await adrafted_and_ran(
+            streaming,
+            model,
+            conversation,
+            again,
+            call_config,
+            budget=budget,
+            counter=counter,
+            update=partial(planned, state, counter=counter),
+        )
     try:
         with spending(budget):
             budget.check()

@@ -3,6 +3,12 @@
 Succeeded steps stay in the plan and are never run again; the planner model writes only
 new steps (which may depend on kept ones). A revision that repeats the failed steps, or that
 cannot be made valid, ends the run with a partial result instead of looping.
+
+When no one approves plans (policy ``never``), the revision's new steps start while the model
+writes it, in this node, exactly as the planner's first plan does
+(:mod:`planexec.execution.streaming`, the same round): kept steps count as done. A revision
+the rules above refuse after some of its steps started ends the run all the same; those steps
+(run once) are recorded in ``revisions``.
 """
 
 from __future__ import annotations
@@ -14,16 +20,27 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
-from planexec.budget import BudgetExhausted, run_budget, spending, stopped
-from planexec.context import Context, context_of
+from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopped
+from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
+from planexec.execution.streaming import (
+    StreamingRound,
+    adrafted_and_ran,
+    astarted_before,
+    drafted_and_ran,
+    started_before,
+)
+from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key
+from planexec.review.policy import effective_policy, runs_unapproved
 from planexec.revising import keepable, replanner_messages, signature
+from planexec.sandbox import Sandbox
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.usage import UsageCounter
@@ -71,40 +88,171 @@ def replanner_call(
     return chat_models.for_role("planner", ctx.planner_model), conversation, start
 
 
-def replan(state: State, *, tools: ToolRegistry, chat_models: models.ChatModels) -> dict[str, Any]:
-    """Ask the planner model for the remaining work and merge it with the kept steps (sync)."""
+def replan(
+    state: State,
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
+    operator_policy: ApprovalPolicy = "first",
+) -> dict[str, Any]:
+    """Ask the planner model for the remaining work and merge it with the kept steps (sync).
+
+    When no one approves plans (the stricter of ``operator_policy`` and the run's is
+    ``never``), the revision's new steps start while the model writes it, as the planner's
+    do (:mod:`planexec.execution.streaming`), and its first round runs here; a run resumed
+    after an earlier attempt finished steps that way finds them again, never runs them twice.
+    """
     ctx = context_of(get_runtime(Context).context)
+    policy = effective_policy(operator_policy, ctx.approval)
+    finished = started_before(config)  # by an earlier attempt, as the revision streamed
     counter = UsageCounter("replanner")
     model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
-    config = counter.config(models.internal_call("replanner model"))
+    call_config = counter.config(models.internal_call("replanner model"))
     budget = run_budget(state, ctx)
+    if runs_unapproved(policy) or finished:
+        streaming = StreamingRound.open(
+            state,
+            config,
+            call=run_step,
+            asynchronous=False,
+            **_round_args(state, ctx, budget, tools, sandbox, chat_models, start),
+            only=None if runs_unapproved(policy) else finished,
+        )
+        return drafted_and_ran(
+            streaming,
+            model,
+            conversation,
+            partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
+            call_config,
+            budget=budget,
+            counter=counter,
+            update=partial(revised, state, ctx, tools, start, counter=counter),
+            whole=partial(_whole, ctx=ctx, tools=tools, start=start),
+        )
     try:
         with spending(budget):
             budget.check()
-            draft = draft_plan(model, conversation, config, by="replanner")
+            draft = draft_plan(model, conversation, call_config, by="replanner")
     except BudgetExhausted as exc:
         return stopped(exc.stop, budget, counter)
     return {**revised(state, ctx, tools, start, draft, counter), "busy_seconds": budget.elapsed()}
 
 
 async def areplan(
-    state: State, *, tools: ToolRegistry, chat_models: models.ChatModels
+    state: State,
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
+    operator_policy: ApprovalPolicy = "first",
 ) -> dict[str, Any]:
     """Ask the planner model for the remaining work and merge it with the kept steps (async)."""
     ctx = context_of(get_runtime(Context).context)
+    policy = effective_policy(operator_policy, ctx.approval)
+    finished = await astarted_before(config)  # by an earlier attempt, as the revision streamed
     counter = UsageCounter("replanner")
     model, conversation, start = await asyncio.to_thread(  # may load a model
         partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
     )
-    config = counter.config(models.internal_call("replanner model"))
+    call_config = counter.config(models.internal_call("replanner model"))
     budget = run_budget(state, ctx)
+    if runs_unapproved(policy) or finished:
+        streaming = await asyncio.to_thread(  # touches the disk (the workspace)
+            partial(
+                StreamingRound.open,
+                call=arun_step,
+                asynchronous=True,
+                **_round_args(state, ctx, budget, tools, sandbox, chat_models, start),
+                only=None if runs_unapproved(policy) else finished,
+            ),
+            state,
+            config,
+        )
+        return await adrafted_and_ran(
+            streaming,
+            model,
+            conversation,
+            partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
+            call_config,
+            budget=budget,
+            counter=counter,
+            update=partial(revised, state, ctx, tools, start, counter=counter),
+            whole=partial(_whole, ctx=ctx, tools=tools, start=start),
+        )
     try:
         with spending(budget):
             budget.check()
-            draft = await adraft_plan(model, conversation, config, by="replanner")
+            draft = await adraft_plan(model, conversation, call_config, by="replanner")
     except BudgetExhausted as exc:
         return stopped(exc.stop, budget, counter)
     return {**revised(state, ctx, tools, start, draft, counter), "busy_seconds": budget.elapsed()}
+
+
+def _conversation(
+    state: State, ctx: Context, *, tools: ToolRegistry, chat_models: models.ChatModels
+) -> Drafting:
+    """Return a new replanning conversation (a reply cut off after steps started: asked again)."""
+    return replanner_call(state, ctx, tools=tools, chat_models=chat_models)[1]
+
+
+def _round_args(
+    state: State,
+    ctx: Context,
+    budget: Budget,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: models.ChatModels,
+    start: Revising,
+) -> dict[str, Any]:
+    """Return what the streaming round of a revision opens with: the kept steps, done."""
+    return {
+        "tools": tools,
+        "sandbox": sandbox,
+        "chat_models": chat_models,
+        "max_steps": ctx.max_steps,
+        "version": start.plan["version"] + 1,
+        "budget": budget,
+        "kept": start.kept_steps,
+        "records": start.records,
+        "goal": start.plan["goal"],
+        "failed": frozenset(signature(s) for s in start.lost_steps),
+        "by": "replanner",
+    }
+
+
+def _whole(draft: Draft, *, ctx: Context, tools: ToolRegistry, start: Revising) -> PlanDoc | None:
+    """Return the revision the rest of whose steps may join the streaming round, else None.
+
+    Only a valid first draft that the replanner's rules accept (:func:`revision_of`): a
+    repaired one goes through the approval and the executor; a refused one ends the run.
+    """
+    if draft.plan is None or draft.attempts != 1:
+        return None
+    merged = revision_of(start, draft.plan, tools, ctx)
+    return merged if not isinstance(merged, str) else None
+
+
+def revision_of(
+    start: Revising, revision: Plan, tools: ToolRegistry, ctx: Context
+) -> PlanDoc | str:
+    """Return the merged plan of a valid revision, or why the replanner refuses it."""
+    plan, kept_steps, lost_steps = start.plan, start.kept_steps, start.lost_steps
+    new_steps = revision.steps
+    clash = sorted({s.id for s in new_steps} & start.kept_ids)
+    failed_signatures = {signature(s) for s in lost_steps}
+    if clash:
+        return f"the replanner reused the ids of kept steps {clash}"
+    if all(signature(s.model_dump()) in failed_signatures for s in new_steps):
+        return "the replanner proposed the same failing steps again; stopping with a partial result"
+    merged = Plan(goal=plan["goal"], steps=[*map(Step.model_validate, kept_steps), *new_steps])
+    try:
+        validate_plan(merged.model_dump(), tools, max_steps=ctx.max_steps + len(kept_steps))
+    except PlanValidationError as exc:
+        return "the revised plan is invalid: " + "; ".join(exc.errors)
+    return to_doc(merged, version=plan["version"] + 1)
 
 
 def revised(
@@ -128,23 +276,9 @@ def revised(
         }
 
     new_steps = result.plan.steps
-    clash = sorted({s.id for s in new_steps} & start.kept_ids)
-    failed_signatures = {signature(s) for s in lost_steps}
-    if clash:
-        return {**base, "error": f"the replanner reused the ids of kept steps {clash}"}
-    if all(signature(s.model_dump()) in failed_signatures for s in new_steps):
-        return {
-            **base,
-            "error": "the replanner proposed the same failing steps again; "
-            "stopping with a partial result",
-        }
-    merged = Plan(goal=plan["goal"], steps=[*map(Step.model_validate, kept_steps), *new_steps])
-    try:
-        validate_plan(merged.model_dump(), tools, max_steps=ctx.max_steps + len(kept_steps))
-    except PlanValidationError as exc:
-        return {**base, "error": "the revised plan is invalid: " + "; ".join(exc.errors)}
-
-    new_plan: PlanDoc = to_doc(merged, version=plan["version"] + 1)
+    new_plan = revision_of(start, result.plan, tools, ctx)
+    if isinstance(new_plan, str):
+        return {**base, "error": new_plan}
     new_records: dict[str, StepRecord] = {
         record_key(s["id"]): records[record_key(s["id"])] for s in kept_steps
     }

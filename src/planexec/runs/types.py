@@ -18,6 +18,8 @@ class StepEvent(TypedDict, total=False):
 
     ``plan_step`` events come from the planner and replanner while their model writes: the
     ``index``-th step as ``written`` (not yet validated), of attempt ``draft``, ``by`` a role.
+    Under approval ``never`` a ``plan_step_started`` event (``by``, ``index``, ``step``) says
+    that the ``index``-th written step starts now, as step ``step``, before the plan is whole.
     The runs API adds ``node_started``/``node_finished`` (``node``) and ``plan_changed``
     (``plan``, ``by`` the node that made it).
     """
