@@ -49,6 +49,8 @@ def quiet_config(secrets: list[str]) -> RunnableConfig:
     private configurable key; there is no public way to give a nested call another writer.
     """
     config: RunnableConfig = {"callbacks": []}
+    if not secrets:  # nothing to scrub: the call reads the task's own config, writer and all
+        return config
     ambient = var_child_runnable_config.get()  # what ensure_config() copies, read as it is
     configurable = dict((ambient.get("configurable") if ambient else None) or {})
     runtime = configurable.get(CONFIG_KEY_RUNTIME)
