@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from graphlib import TopologicalSorter
+from graphlib import CycleError
 from typing import Any
 
 from planexec.errors import PlanexecError
@@ -44,17 +44,35 @@ def plan_tools(plan: PlanDoc) -> list[str]:
 
 
 def topological_order(steps: list[StepDoc]) -> list[StepDoc]:
-    """Return the steps so every step comes after its dependencies, ties in plan order."""
+    """Return the steps so every step comes after its dependencies, ties in plan order.
+
+    Level by level, as :class:`graphlib.TopologicalSorter` gives them (each batch of steps that
+    became ready, in plan order), without its per-node bookkeeping: the executor, the records
+    and the evaluator order every plan several times a run. Raises
+    :class:`graphlib.CycleError` (as the sorter does) if the dependencies form a cycle.
+    """
     position = {s["id"]: i for i, s in enumerate(steps)}
-    graph = {s["id"]: [d for d in s["depends_on"] if d in position] for s in steps}
-    sorter = TopologicalSorter(graph)
-    sorter.prepare()
+    waiting: dict[Any, int] = {}
+    dependents: dict[Any, list[Any]] = {}
+    for sid, i in position.items():  # a repeated id counts once: its last step, as in graphlib
+        deps = [d for d in steps[i]["depends_on"] if d in position]
+        waiting[sid] = len(deps)
+        for dep in deps:
+            dependents.setdefault(dep, []).append(sid)
+    batch = [sid for sid, n in waiting.items() if n == 0]
     ordered: list[StepDoc] = []
-    while sorter.is_active():
-        ready = sorted(sorter.get_ready(), key=position.__getitem__)
-        for sid in ready:
+    while batch:
+        batch.sort(key=position.__getitem__)
+        ready: list[Any] = []
+        for sid in batch:
             ordered.append(steps[position[sid]])
-            sorter.done(sid)
+            for child in dependents.get(sid, ()):
+                waiting[child] -= 1
+                if waiting[child] == 0:
+                    ready.append(child)
+        batch = ready
+    if len(ordered) < len(position):
+        raise CycleError("nodes are in a cycle", [s for s, n in waiting.items() if n > 0])
     return ordered
 
 

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackManager
-from langchain_core.runnables import RunnableConfig, ensure_config
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.context import tracing_v2_callback_var
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME
@@ -48,7 +49,10 @@ def quiet_config(secrets: list[str]) -> RunnableConfig:
     private configurable key; there is no public way to give a nested call another writer.
     """
     config: RunnableConfig = {"callbacks": []}
-    configurable = dict(ensure_config().get("configurable") or {})
+    if not secrets:  # nothing to scrub: the call reads the task's own config, writer and all
+        return config
+    ambient = var_child_runnable_config.get()  # what ensure_config() copies, read as it is
+    configurable = dict((ambient.get("configurable") if ambient else None) or {})
     runtime = configurable.get(CONFIG_KEY_RUNTIME)
     if isinstance(runtime, Runtime):
         write = runtime.stream_writer
@@ -63,7 +67,12 @@ def quiet_config(secrets: list[str]) -> RunnableConfig:
 
 def observed(config: RunnableConfig | None = None) -> bool:
     """Say whether any callback handler (a tracer, a stream) would see a call made here."""
-    callbacks = ensure_config(config).get("callbacks")
+    # ensure_config(config) would copy the whole config (and the callback manager) to read
+    # one key: the config's own callbacks if set, else the ones of the run it is called in
+    callbacks = config.get("callbacks") if config else None
+    if callbacks is None:
+        ambient = var_child_runnable_config.get()
+        callbacks = ambient.get("callbacks") if ambient else None
     if isinstance(callbacks, BaseCallbackManager):
         return bool(callbacks.handlers)
     return bool(callbacks)

@@ -25,16 +25,19 @@ from tests.helpers import plan_of, plan_reply, scripted, step
 
 SMALL, LARGE = 10, 70
 
-MAX_CALLS_PER_STEP = 3300
+MAX_CALLS_PER_STEP = 3000
 """Bound on the marginal calls per step (10 to 70 steps), event loop and worker threads together.
 
-Measured at about 3,000: 2,830–2,860 before each step's result carried the digest of the step
-that ran (checked when a result is replayed: three SHA-256 of the step) and approval ``never``
-ran the first round in the planner node (its records made there, then read again by the
-executor); 3,260 before a tool call stopped scanning every task of the process after it ended.
-Not flaky: function counts do not depend on the machine's speed or load, and
-they vary between runs by a few dozen calls only (how many event loop turns the hand-offs
-between threads take); the bound leaves about 10%.
+Measured at 2,820–2,870: 2,980–2,990 before plans were ordered without graphlib's bookkeeping,
+a step's ``ran`` digest was remembered per step object (asked up to five times a step), tool
+calls stopped copying the whole config (``ensure_config``) to read two keys, a slot handed over
+on its own loop stopped writing to the loop's self-pipe, and a round with no secrets to scrub
+stopped wrapping each tool call's stream writer. 2,830–2,860 before each step's result carried
+the digest of the step that ran (three SHA-256 of the step, now one) and approval ``never`` ran
+the first round in the planner node; 3,260 before a tool call stopped scanning every task of
+the process after it ended. Function counts do not depend on the machine's speed, but they move
+between runs by a few dozen calls (more on a loaded machine: how many event loop turns the
+hand-offs between threads take); the bound leaves about 5%.
 """
 
 MAX_GROWTH = 1.1

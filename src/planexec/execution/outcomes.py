@@ -54,8 +54,24 @@ def ran_digest(step: StepDoc) -> str:
     A task's id comes from the order of calls, not from its step: a result replayed for a call
     counts only if the step it ran is this one (a plan streamed again after a crash may differ).
     Its first 64 bits: enough to tell two steps apart, and small in every task's checkpoint.
+
+    Remembered per step object (the round's step docs, never changed in place): a step's task,
+    its replay check and a streaming round ask for it up to five times a step.
     """
-    return step_digest(step, goal="")[:16]
+    known = _RAN.get(id(step))
+    if known is not None and known[0] is step:  # the same object, alive: its id is not reused
+        return known[1]
+    digest = step_digest(step, goal="")[:16]
+    if len(_RAN) >= _RAN_KEPT:
+        _RAN.clear()  # a few rounds' steps; dropping them only costs digests made again
+    _RAN[id(step)] = (step, digest)
+    return digest
+
+
+_RAN: dict[int, tuple[StepDoc, str]] = {}
+"""``id(step)`` -> (the step, its :func:`ran_digest`); holding the step keeps its id unique."""
+
+_RAN_KEPT = 4096
 
 
 def now() -> float:

@@ -20,6 +20,7 @@ from typing import Any
 
 from planexec.execution.outcomes import StepOutcome
 from planexec.execution.slots import SlotPool
+from planexec.execution.wakeups import wake_soon
 
 
 # Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and
@@ -84,7 +85,7 @@ class DependencyGate:
             self._slots.forget(step_id)
             self._slots.expect(ready)
         for fut in waiters:
-            fut.get_loop().call_soon_threadsafe(_resolve, fut)
+            wake_soon(fut, _resolve)
 
     async def wait_async(self, ids: list[int]) -> dict[int, StepOutcome]:
         """Await every step in ``ids`` without holding a thread; return their outcomes."""

@@ -19,6 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Iterable
 from statistics import fmean
 
+from planexec.execution.wakeups import wake_soon
 from planexec.plandoc import topological_order
 from planexec.state import StepDoc
 from planexec.tools.registry import TYPICAL_LATENCY as TYPICAL_LATENCY  # re-exported
@@ -82,7 +83,7 @@ class SlotPool:
             _, best = heapq.heappop(self._queue)
             if best in self._waiting:
                 fut = self._waiting.pop(best)
-                fut.get_loop().call_soon_threadsafe(_wake, fut)
+                wake_soon(fut, _wake)
             elif best in self._expected:
                 self._expected.discard(best)
                 self._reserved.add(best)
