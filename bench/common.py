@@ -50,6 +50,9 @@ def wait_sync(seconds: float) -> float:
 
 
 TOOLS = ToolRegistry([wait, wait_sync])
+LOOP_TOOLS = ToolRegistry([wait_sync])
+LOOP_TOOLS.register(wait, runs_on_loop=True)
+"""The same tools, ``wait`` marked to run on the steps' own loop (no worker thread per call)."""
 
 
 def random_dag(
@@ -149,6 +152,7 @@ def table(title: str, header: list[str], rows: list[list[Any]]) -> str:
 
 
 __all__ = [
+    "LOOP_TOOLS",
     "TOOLS",
     "aseed",
     "build_graph",

@@ -31,6 +31,7 @@ from planexec.persistence import (
     sqlite_saver,
 )
 from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.tools import ToolRegistry
 
 SIZES = (20, 220)
 CLOCK = time.perf_counter
@@ -90,13 +91,13 @@ async def timed_ainvoke(graph: Any, n: int) -> float:
     return elapsed(out, started)
 
 
-def sync_ms(saver: Any) -> float:
-    graph = build_graph(checkpointer=saver, tools=TOOLS)
+def sync_ms(saver: Any, tools: ToolRegistry = TOOLS) -> float:
+    graph = build_graph(checkpointer=saver, tools=tools)
     return marginal_ms({n: min(timed_invoke(graph, n) for _ in range(RUNS)) for n in SIZES})
 
 
-async def async_ms(saver: Any) -> float:
-    graph = build_graph(checkpointer=saver, tools=TOOLS)
+async def async_ms(saver: Any, tools: ToolRegistry = TOOLS) -> float:
+    graph = build_graph(checkpointer=saver, tools=tools)
     return marginal_ms(
         {n: min([await timed_ainvoke(graph, n) for _ in range(RUNS)]) for n in SIZES}
     )

@@ -5,7 +5,8 @@ A sync function runs on the worker's thread; an async one on the worker's own ev
 driver) stalls only itself, never the loop that awaits it. The caller awaits a plain future,
 so cancelling the caller (a timeout) returns at once even if the call swallows
 ``CancelledError`` or never yields; the call is then asked to stop and, if it goes on, counted
-as abandoned (:mod:`planexec.abandoned`) until it ends.
+as abandoned (:mod:`planexec.abandoned`) until it ends. :class:`OnLoopCall` runs a coroutine
+on the caller's own loop instead (for tools that vouch they never block), awaited the same way.
 """
 
 from __future__ import annotations
@@ -135,6 +136,40 @@ class OffLoopCall:
             self._finished = True
             if self._abandoned:
                 abandoned.remove(id(self))
+
+
+class OnLoopCall(OffLoopCall):
+    """One async call on the caller's own loop, in a task of its own, awaited as an off-loop call.
+
+    No thread hop: the call may block the loop (its author vouches it does not). Its task is
+    awaited through a plain future, so a timeout still returns after at most
+    :data:`CANCEL_GRACE` even if the call swallows ``CancelledError``, and a call that goes on
+    is counted as abandoned until it ends; what it raises is reported as from a worker.
+    """
+
+    def _start(
+        self, sync_fn: Callable[[], Any] | None, make: Make | None
+    ) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
+        """Start the call as a task of the caller's loop; return (its result, its end)."""
+        if make is None:
+            raise TypeError("only a coroutine can run on the caller's loop")
+        loop = asyncio.get_running_loop()
+        result: asyncio.Future[Any] = loop.create_future()
+        ended: asyncio.Future[None] = loop.create_future()
+
+        async def job() -> None:
+            value: Any = None
+            error: BaseException | None = None
+            try:
+                value = await self._body(make)
+            except BaseException as exc:  # handed to the awaiting coroutine, as from a worker
+                error = exc
+            finally:
+                self._finish()
+                _settle_both(result, ended, value, error)
+
+        self._job = loop.create_task(job())  # held: the loop keeps only weak references
+        return result, ended
 
 
 def _settle_both(

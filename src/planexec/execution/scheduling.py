@@ -117,10 +117,12 @@ class StepLoop:
     def __init__(self) -> None:
         """Start the loop's thread."""
         self.loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, daemon=True, name="planexec-steps"
-        )
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="planexec-steps")
         self._thread.start()
+
+    def _serve(self) -> None:
+        self.loop.run_forever()
+        self.loop.close()
 
     def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
         """Run a coroutine on the loop, in the caller's context (config, stream writer); block."""
@@ -135,11 +137,34 @@ class StepLoop:
         return done.result()
 
     def close(self) -> None:
-        """Stop the loop and its thread."""
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self.loop.close()
+        """Stop the loop once no task is left on it; wait for its thread if that is now.
+
+        A task left on it (a timed-out tool call that runs on the loop and goes on, counted as
+        abandoned) keeps the loop and its daemon thread until it ends, as a worker thread
+        keeps an abandoned call: stopped under it, it would never end nor be uncounted.
+        """
+        stopped_now: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        try:
+            self.loop.call_soon_threadsafe(self._stop_when_idle, stopped_now)
+        except RuntimeError:  # closed already
+            return
+        if stopped_now.result():
+            self._thread.join(timeout=5)
+
+    def _stop_when_idle(self, stopped_now: concurrent.futures.Future[bool]) -> None:
+        left = {task for task in asyncio.all_tasks(self.loop) if not task.done()}
+        stopped_now.set_result(not left)
+        if not left:
+            self.loop.stop()
+            return
+
+        def ended(task: asyncio.Task[Any]) -> None:
+            left.discard(task)
+            if not left:
+                self.loop.stop()
+
+        for task in left:
+            task.add_done_callback(ended)
 
 
 def _copy_outcome(task: asyncio.Task[Any], done: concurrent.futures.Future[Any]) -> None:

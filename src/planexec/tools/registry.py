@@ -11,6 +11,7 @@ from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel
 
 from planexec.plan_format import STEP_FIELDS
+from planexec.toolcalls import RUNS_ON_LOOP, is_async_tool
 
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
@@ -44,12 +45,15 @@ class ToolRegistry:
         side_effects: bool | None = None,
         file_fields: Sequence[str] | None = None,
         typical_latency: float | None = None,
+        runs_on_loop: bool | None = None,
     ) -> BaseTool:
         """Add a tool (a plain function is wrapped with ``@tool``); return it.
 
         ``typical_latency`` is how long a call usually takes, in seconds (also settable as the
         tool's ``metadata["typical_latency"]``): free slots go first to the longest chain it
         weighs, and the approval's estimate adds it up along the slowest chain.
+        ``runs_on_loop=True`` lets an async tool that never blocks run on the steps' own event
+        loop instead of a worker thread of its own (:data:`planexec.toolcalls.RUNS_ON_LOOP`).
         """
         tool_ = item if isinstance(item, BaseTool) else as_tool(item)
         if tool_.name in STEP_FIELDS:  # {"description": "x"} would be a model step, not a call
@@ -70,8 +74,11 @@ class ToolRegistry:
                     f"typical_latency must be a number of seconds, not {typical_latency!r}"
                 )
             marks[TYPICAL_LATENCY] = float(typical_latency)
+        if runs_on_loop is not None:
+            marks[RUNS_ON_LOOP] = runs_on_loop
         if marks:  # on a copy: the same tool may be registered differently elsewhere
             tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
+        _check_runs_on_loop(tool_)
         self._tools[tool_.name] = tool_
         return tool_
 
@@ -155,3 +162,15 @@ class ToolRegistry:
                 }
             )
         return json.dumps(entries, indent=1, default=str)
+
+
+def _check_runs_on_loop(tool_: BaseTool) -> None:
+    """Refuse a :data:`RUNS_ON_LOOP` mark that is not a bool, or on a tool that is not async."""
+    mark = (tool_.metadata or {}).get(RUNS_ON_LOOP)
+    if mark is not None and not isinstance(mark, bool):
+        raise ValueError(f"{tool_.name}: runs_on_loop must be True or False, not {mark!r}")
+    if mark and not is_async_tool(tool_):
+        raise ValueError(
+            f"{tool_.name} cannot run on the loop: only an async tool can (a sync tool would "
+            "block every step while it runs)"
+        )
