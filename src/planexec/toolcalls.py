@@ -10,6 +10,7 @@ running when its caller gives up is abandoned: counted and bounded by :mod:`plan
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Coroutine
 from typing import Any
 
@@ -78,8 +79,45 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
 
 
 def runs_on_loop(tool_: BaseTool) -> bool:
-    """Say whether a tool's metadata sets :data:`RUNS_ON_LOOP` (exactly ``True``)."""
-    return (tool_.metadata or {}).get(RUNS_ON_LOOP) is True
+    """Say whether a tool runs on the caller's loop.
+
+    It does if marked :data:`RUNS_ON_LOOP` (exactly ``True``) when it was registered, which
+    gave it a guarded coroutine (:func:`on_loop`). A mark set on the metadata after
+    registration leaves the tool on a worker thread.
+    """
+    marked = (tool_.metadata or {}).get(RUNS_ON_LOOP) is True
+    return marked and getattr(getattr(tool_, "coroutine", None), GUARDED, False) is True
+
+
+GUARDED = "__planexec_on_loop__"
+"""Attribute of a coroutine function guarded by :func:`on_loop`."""
+
+
+def on_loop(tool_: BaseTool) -> BaseTool:
+    """Return a copy of an async tool made from a function, fit to run on the caller's loop.
+
+    LangChain runs the function in a task of its own, and asyncio lets ``SystemExit`` and
+    ``KeyboardInterrupt`` raised in a task escape the loop itself (the run's, or a server's):
+    the guard turns them into the step's failure, worded as for a call on a worker thread.
+    """
+    coroutine = getattr(tool_, "coroutine", None)
+    if coroutine is None:
+        raise ValueError(
+            f"{tool_.name} cannot run on the loop: only a tool made from an async function "
+            "can (@tool, or StructuredTool.from_function(coroutine=...))"
+        )
+    if getattr(coroutine, GUARDED, False):
+        return tool_
+
+    @functools.wraps(coroutine)  # the same signature: LangChain reads it for config, callbacks
+    async def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await coroutine(*args, **kwargs)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            raise ToolError(f"the tool raised {type(exc).__name__}") from None
+
+    setattr(guarded, GUARDED, True)
+    return tool_.model_copy(update={"coroutine": guarded})
 
 
 # Not asyncio.wait_for (nor anyio.fail_after): both wait for the cancelled work to finish.

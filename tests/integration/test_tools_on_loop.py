@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 from langgraph.types import Command
@@ -192,6 +192,40 @@ def test_only_true_marks_a_tool_to_run_on_the_loop(use_models, ctx):
     tools.register(where_on_loop.model_copy(update={"name": "off"}), runs_on_loop=False)
     plan = plan_of(step(1, "off", {"label": "a"}))
     use_models(planner=scripted(plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
+    values, _, _ = run(graph, ctx(max_replans=0), "async")
+    assert values["steps"]["1"]["output"]["thread"].startswith("planexec-tool")
+
+
+class CustomAsyncTool(BaseTool):
+    """An async tool written as a BaseTool subclass (its own ``_arun``)."""
+
+    name: str = "custom_async"
+    description: str = "Return at once."
+
+    def _run(self, *args: Any, **kwargs: Any) -> str:
+        raise NotImplementedError
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> str:
+        return "ok"
+
+
+def test_only_tools_made_from_an_async_function_may_run_on_the_loop():
+    """The guard against exits escaping the loop wraps the tool's function: a subclass with its
+    own ``_arun`` has none to wrap, so it is refused (it still runs, on a worker thread)."""
+    with pytest.raises(ValueError, match="custom_async.*async function"):
+        ToolRegistry().register(CustomAsyncTool(), runs_on_loop=True)
+    assert "custom_async" in ToolRegistry([CustomAsyncTool()])
+
+
+def test_a_mark_set_after_registration_leaves_the_tool_on_a_worker(use_models, ctx):
+    """Only ``register`` makes a tool fit to run on the loop; editing its metadata later does
+    not move it there."""
+    tools = ToolRegistry([where_isolated])
+    registered = tools.get("where_isolated")
+    assert registered is not None
+    registered.metadata = {RUNS_ON_LOOP: True}
+    use_models(planner=scripted(plan_reply(plan_of(step(1, "where_isolated", {"label": "a"})))))
     graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
     values, _, _ = run(graph, ctx(max_replans=0), "async")
     assert values["steps"]["1"]["output"]["thread"].startswith("planexec-tool")

@@ -117,11 +117,18 @@ class StepLoop:
     def __init__(self) -> None:
         """Start the loop's thread."""
         self.loop = asyncio.new_event_loop()
+        self._stopping = False
+        self._watched: set[asyncio.Task[Any]] = set()
         self._thread = threading.Thread(target=self._serve, daemon=True, name="planexec-steps")
         self._thread.start()
 
     def _serve(self) -> None:
-        self.loop.run_forever()
+        while not self._stopping:
+            try:
+                self.loop.run_forever()
+            except BaseException:  # a task raised SystemExit or KeyboardInterrupt: its future
+                continue  # holds it, and the steps waiting on the loop still need the loop
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         self.loop.close()
 
     def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
@@ -137,34 +144,41 @@ class StepLoop:
         return done.result()
 
     def close(self) -> None:
-        """Stop the loop once no task is left on it; wait for its thread if that is now.
+        """Cancel what is left on the loop and stop it once all of it has ended.
 
-        A task left on it (a timed-out tool call that runs on the loop and goes on, counted as
-        abandoned) keeps the loop and its daemon thread until it ends, as a worker thread
-        keeps an abandoned call: stopped under it, it would never end nor be uncounted.
+        Tasks a tool call left behind are cancelled, as a worker thread cancels a call's
+        leftovers. One that goes on (a timed-out call counted as abandoned, or a task that
+        ignores cancellation) keeps the loop and its daemon thread until it ends, as a worker
+        thread keeps an abandoned call: stopped under it, it would never end nor be uncounted.
+        Waits for the thread only when nothing was left.
         """
         stopped_now: concurrent.futures.Future[bool] = concurrent.futures.Future()
         try:
-            self.loop.call_soon_threadsafe(self._stop_when_idle, stopped_now)
+            self.loop.call_soon_threadsafe(lambda: stopped_now.set_result(self._stop_when_idle()))
         except RuntimeError:  # closed already
             return
         if stopped_now.result():
             self._thread.join(timeout=5)
 
-    def _stop_when_idle(self, stopped_now: concurrent.futures.Future[bool]) -> None:
-        left = {task for task in asyncio.all_tasks(self.loop) if not task.done()}
-        stopped_now.set_result(not left)
+    def _stop_when_idle(self, _: object = None) -> bool:
+        """Stop the loop if no task is left; say whether it stopped now.
+
+        Else cancel the tasks left and look again as each ends (tasks they start meanwhile
+        included).
+        """
+        if self._stopping:  # a callback of a task that ended with the last ones
+            return True
+        left = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
         if not left:
+            self._stopping = True
             self.loop.stop()
-            return
-
-        def ended(task: asyncio.Task[Any]) -> None:
-            left.discard(task)
-            if not left:
-                self.loop.stop()
-
+            return True
         for task in left:
-            task.add_done_callback(ended)
+            task.cancel()
+            if task not in self._watched:
+                self._watched.add(task)
+                task.add_done_callback(self._stop_when_idle)
+        return False
 
 
 def _copy_outcome(task: asyncio.Task[Any], done: concurrent.futures.Future[Any]) -> None:

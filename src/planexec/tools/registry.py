@@ -11,7 +11,7 @@ from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel
 
 from planexec.plan_format import STEP_FIELDS
-from planexec.toolcalls import RUNS_ON_LOOP, is_async_tool
+from planexec.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
 
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
@@ -78,7 +78,8 @@ class ToolRegistry:
             marks[RUNS_ON_LOOP] = runs_on_loop
         if marks:  # on a copy: the same tool may be registered differently elsewhere
             tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
-        _check_runs_on_loop(tool_)
+        if _check_runs_on_loop(tool_):
+            tool_ = on_loop(tool_)
         self._tools[tool_.name] = tool_
         return tool_
 
@@ -164,8 +165,11 @@ class ToolRegistry:
         return json.dumps(entries, indent=1, default=str)
 
 
-def _check_runs_on_loop(tool_: BaseTool) -> None:
-    """Refuse a :data:`RUNS_ON_LOOP` mark that is not a bool, or on a tool that is not async."""
+def _check_runs_on_loop(tool_: BaseTool) -> bool:
+    """Say whether a tool is marked :data:`RUNS_ON_LOOP`.
+
+    Refuses a mark that is not a bool, or on a tool that is not async.
+    """
     mark = (tool_.metadata or {}).get(RUNS_ON_LOOP)
     if mark is not None and not isinstance(mark, bool):
         raise ValueError(f"{tool_.name}: runs_on_loop must be True or False, not {mark!r}")
@@ -174,3 +178,4 @@ def _check_runs_on_loop(tool_: BaseTool) -> None:
             f"{tool_.name} cannot run on the loop: only an async tool can (a sync tool would "
             "block every step while it runs)"
         )
+    return bool(mark)
