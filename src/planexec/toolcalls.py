@@ -32,10 +32,12 @@ RUNS_ON_LOOP = "runs_on_loop"
 """Tool metadata key: ``True`` if an async tool may run on the loop that runs the steps.
 
 Set it with ``registry.register(my_tool, runs_on_loop=True)``. The call skips the worker
-thread's hop (about 0.2 ms a call alone, 0.5 ms a step in a busy round on a 2-core machine), as
-LangGraph's ``ToolNode`` runs async tools. Its author vouches it never blocks nor stops its loop:
-one that does stalls every step of the run (of every run, on a server) until it lets go. Time
-limits, the count of abandoned calls, scrubbing and error reports hold as for any tool.
+thread's hop (about 0.2 ms a call alone, 0.3-0.4 ms a step in a busy round on a 2-core
+machine: ``bench/floor.py``), as LangGraph's ``ToolNode`` runs async tools. Its author vouches
+it never blocks nor stops its loop: one that does stalls every step of the run (of every run,
+on a server) until it lets go. Time limits, the count of abandoned calls, scrubbing and error
+reports hold as for any tool. Only a tool made from an async function can be marked (its
+function is guarded so ``SystemExit`` and ``KeyboardInterrupt`` fail only its step).
 """
 
 
