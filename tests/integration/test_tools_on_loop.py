@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import pytest
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
@@ -229,3 +230,21 @@ def test_a_mark_set_after_registration_leaves_the_tool_on_a_worker(use_models, c
     graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
     values, _, _ = run(graph, ctx(max_replans=0), "async")
     assert values["steps"]["1"]["output"]["thread"].startswith("planexec-tool")
+
+
+@tool
+async def reads_its_config(label: str, config: RunnableConfig) -> dict[str, Any]:
+    """Say whether LangChain handed the tool a config, and which keys it has."""
+    return {"label": label, "config_keys": sorted(config)}
+
+
+def test_a_tool_on_the_loop_still_gets_its_config(use_models, ctx):
+    """The guard keeps the function's signature: LangChain still passes ``config``."""
+    tools = ToolRegistry()
+    tools.register(reads_its_config, runs_on_loop=True)
+    assert set(tools.get("reads_its_config").args) == {"label"}  # type: ignore[union-attr]
+    use_models(planner=scripted(plan_reply(plan_of(step(1, "reads_its_config", {"label": "a"})))))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
+    values, _, _ = run(graph, ctx(max_replans=0), "async")
+    assert values["steps"]["1"]["status"] == "succeeded", values["steps"]["1"].get("error")
+    assert "configurable" in values["steps"]["1"]["output"]["config_keys"]
