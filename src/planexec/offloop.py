@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import threading
 import time
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -169,7 +170,17 @@ class OnLoopCall(OffLoopCall):
                 _settle_both(result, ended, value, error)
 
         self._job = loop.create_task(job())  # held: the loop keeps only weak references
+        _ON_LOOP_JOBS.add(self._job)
         return result, ended
+
+
+_ON_LOOP_JOBS: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()
+"""The tasks of :class:`OnLoopCall` calls (see :func:`calls_running_on`)."""
+
+
+def calls_running_on(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
+    """Return the tasks of on-loop calls still running on ``loop`` (abandoned ones included)."""
+    return [job for job in list(_ON_LOOP_JOBS) if job.get_loop() is loop and not job.done()]
 
 
 def _settle_both(

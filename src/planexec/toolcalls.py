@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import Coroutine
 from typing import Any
 
@@ -88,11 +89,17 @@ def runs_on_loop(tool_: BaseTool) -> bool:
     registration leaves the tool on a worker thread.
     """
     marked = (tool_.metadata or {}).get(RUNS_ON_LOOP) is True
-    return marked and getattr(getattr(tool_, "coroutine", None), GUARDED, False) is True
+    return marked and _guarded(getattr(tool_, "coroutine", None))
 
 
 GUARDED = "__planexec_on_loop__"
 """Attribute of a coroutine function guarded by :func:`on_loop`."""
+
+
+def _guarded(fn: Any) -> bool:
+    if isinstance(fn, functools.partial):
+        fn = fn.func
+    return getattr(fn, GUARDED, False) is True
 
 
 def on_loop(tool_: BaseTool) -> BaseTool:
@@ -100,7 +107,9 @@ def on_loop(tool_: BaseTool) -> BaseTool:
 
     LangChain runs the function in a task of its own, and asyncio lets ``SystemExit`` and
     ``KeyboardInterrupt`` raised in a task escape the loop itself (the run's, or a server's):
-    the guard turns them into the step's failure, worded as for a call on a worker thread.
+    the guard turns those the function raises into the step's failure, worded as for a call on
+    a worker thread. (Raised in a task the function starts, they still stop the caller's loop,
+    as in any asyncio program; a sync round's own loop survives them.)
     """
     coroutine = getattr(tool_, "coroutine", None)
     if coroutine is None:
@@ -108,18 +117,34 @@ def on_loop(tool_: BaseTool) -> BaseTool:
             f"{tool_.name} cannot run on the loop: only a tool made from an async function "
             "can (@tool, or StructuredTool.from_function(coroutine=...))"
         )
-    if getattr(coroutine, GUARDED, False):
+    if _guarded(coroutine):
         return tool_
+    return tool_.model_copy(update={"coroutine": _guard(tool_.name, coroutine)})
 
-    @functools.wraps(coroutine)  # the same signature: LangChain reads it for config, callbacks
+
+def _guard(name: str, fn: Any) -> Any:
+    """Wrap an async function so exits it raises become a :class:`ToolError`.
+
+    The wrapper keeps what LangChain reads of the function: its signature and type hints
+    (``functools.wraps``; a ``functools.partial`` stays a partial, of the guarded function).
+    """
+    if isinstance(fn, functools.partial):
+        return functools.partial(_guard(name, fn.func), *fn.args, **fn.keywords)
+    if not inspect.iscoroutinefunction(fn):
+        raise ValueError(
+            f"{name} cannot run on the loop: its coroutine must be an async function (or a "
+            f"functools.partial of one), not {type(fn).__name__}"
+        )
+
+    @functools.wraps(fn)
     async def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
-            return await coroutine(*args, **kwargs)
+            return await fn(*args, **kwargs)
         except (SystemExit, KeyboardInterrupt) as exc:
             raise ToolError(f"the tool raised {type(exc).__name__}") from None
 
     setattr(guarded, GUARDED, True)
-    return tool_.model_copy(update={"coroutine": guarded})
+    return guarded
 
 
 # Not asyncio.wait_for (nor anyio.fail_after): both wait for the cancelled work to finish.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 from planexec.execution.outcomes import StepOutcome
 from planexec.execution.slots import SlotPool
 from planexec.execution.wakeups import wake_soon
+from planexec.offloop import calls_running_on
 
 
 # Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and
@@ -124,12 +126,19 @@ class StepLoop:
 
     def _serve(self) -> None:
         while not self._stopping:
-            try:
-                self.loop.run_forever()
-            except BaseException:  # a task raised SystemExit or KeyboardInterrupt: its future
-                continue  # holds it, and the steps waiting on the loop still need the loop
-        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self._survive(self.loop.run_forever)
+        self._survive(lambda: self.loop.run_until_complete(self.loop.shutdown_asyncgens()))
         self.loop.close()
+
+    @staticmethod
+    def _survive(run: Callable[[], Any]) -> None:
+        """Run the loop, surviving an exit a task raised.
+
+        ``SystemExit`` and ``KeyboardInterrupt`` raised in a task escape ``run_forever`` after
+        the task holds them; the steps waiting on the loop still need it.
+        """
+        with contextlib.suppress(BaseException):
+            run()
 
     def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
         """Run a coroutine on the loop, in the caller's context (config, stream writer); block."""
@@ -144,41 +153,33 @@ class StepLoop:
         return done.result()
 
     def close(self) -> None:
-        """Cancel what is left on the loop and stop it once all of it has ended.
+        """Stop the loop once what is left on it has ended; return at once.
 
-        Tasks a tool call left behind are cancelled, as a worker thread cancels a call's
-        leftovers. One that goes on (a timed-out call counted as abandoned, or a task that
-        ignores cancellation) keeps the loop and its daemon thread until it ends, as a worker
-        thread keeps an abandoned call: stopped under it, it would never end nor be uncounted.
-        Waits for the thread only when nothing was left.
+        A tool call still running on it (timed out and counted as abandoned) keeps the loop and
+        its daemon thread until it ends, as a worker thread keeps an abandoned call: nothing
+        cancels it again. Then the tasks left behind are cancelled, once each, as a worker
+        cancels a call's leftovers, and the loop stops when they (and any they start) have
+        ended; its async generators are closed on its own thread.
         """
-        stopped_now: concurrent.futures.Future[bool] = concurrent.futures.Future()
-        try:
-            self.loop.call_soon_threadsafe(lambda: stopped_now.set_result(self._stop_when_idle()))
-        except RuntimeError:  # closed already
-            return
-        if stopped_now.result():
-            self._thread.join(timeout=5)
+        with contextlib.suppress(RuntimeError):  # closed already
+            self.loop.call_soon_threadsafe(self._stop_when_idle)
 
-    def _stop_when_idle(self, _: object = None) -> bool:
-        """Stop the loop if no task is left; say whether it stopped now.
-
-        Else cancel the tasks left and look again as each ends (tasks they start meanwhile
-        included).
-        """
+    def _stop_when_idle(self, _: object = None) -> None:
+        """Stop the loop if nothing is left on it; else wait for what is, and look again."""
         if self._stopping:  # a callback of a task that ended with the last ones
-            return True
-        left = [task for task in asyncio.all_tasks(self.loop) if not task.done()]
+            return
+        calls = calls_running_on(self.loop)
+        left = calls or [task for task in asyncio.all_tasks(self.loop) if not task.done()]
         if not left:
             self._stopping = True
             self.loop.stop()
-            return True
+            return
         for task in left:
-            task.cancel()
             if task not in self._watched:
                 self._watched.add(task)
+                if not calls:  # leftovers, once no call runs on: cancelled once each
+                    task.cancel()
                 task.add_done_callback(self._stop_when_idle)
-        return False
 
 
 def _copy_outcome(task: asyncio.Task[Any], done: concurrent.futures.Future[Any]) -> None:
