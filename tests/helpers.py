@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
 import shutil
 import tempfile
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import tool
+from langgraph.types import Command
 
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 
@@ -74,6 +78,36 @@ def sales_plan() -> dict[str, Any]:
 def thread() -> dict[str, Any]:
     """A config with a fresh thread id."""
     return {"configurable": {"thread_id": str(uuid.uuid4())}}
+
+
+def run_plan(graph: Any, context: Any, mode: str, config: Any = None) -> dict[str, Any]:
+    """Plan, approve and run to the end (or the next interrupt), sync or async; return the
+    last state."""
+    config = config or thread()
+    if mode == "sync":
+        graph.invoke({"task": "t"}, config, context=context)
+        return graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+
+    async def go() -> dict[str, Any]:
+        await graph.ainvoke({"task": "t"}, config, context=context)
+        return await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
+
+    return asyncio.run(go())
+
+
+def wait_until(check: Callable[[], Any], seconds: float) -> bool:
+    """Poll ``check`` for up to ``seconds``; say whether it came true."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if check():
+            return True
+        time.sleep(0.02)
+    return bool(check())
+
+
+def steps_threads() -> list[threading.Thread]:
+    """The live threads of sync rounds' event loops (``planexec-steps``)."""
+    return [t for t in threading.enumerate() if t.name == "planexec-steps" and t.is_alive()]
 
 
 @tool

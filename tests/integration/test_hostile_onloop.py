@@ -37,7 +37,18 @@ from planexec.abandoned import abandoned_calls
 from planexec.secrets import REDACTED
 from planexec.toolcalls import RETRY_ON_TIMEOUT, RUNS_ON_LOOP
 from planexec.tools import ToolRegistry
-from tests.helpers import ROOT, async_sleep_for, plan_of, plan_reply, scripted, step, thread
+from tests.helpers import (
+    ROOT,
+    async_sleep_for,
+    plan_of,
+    plan_reply,
+    run_plan,
+    scripted,
+    step,
+    steps_threads,
+    thread,
+    wait_until,
+)
 
 SECRET = "sk-hostile-onloop-9876543210zyxwvutsrq"
 ALL_MODES = ["values", "updates", "custom", "messages", "debug", "tasks", "checkpoints"]
@@ -150,33 +161,6 @@ def onloop(*tools: Any, off: tuple[Any, ...] = ()) -> ToolRegistry:
     for item in tools:
         registry.register(item, runs_on_loop=True)
     return registry
-
-
-def run_plan(graph: Any, context: Any, mode: str, config: Any = None) -> dict[str, Any]:
-    """Plan, approve and run to the end; return the final state."""
-    config = config or thread()
-    if mode == "sync":
-        graph.invoke({"task": "t"}, config, context=context)
-        return graph.invoke(Command(resume={"action": "approve"}), config, context=context)
-
-    async def go() -> dict[str, Any]:
-        await graph.ainvoke({"task": "t"}, config, context=context)
-        return await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
-
-    return asyncio.run(go())
-
-
-def wait_until(check: Any, seconds: float) -> bool:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return bool(check())
-
-
-def steps_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "planexec-steps" and t.is_alive()]
 
 
 # --- 4. what the tool raises fails only its own step ------------------------------------------

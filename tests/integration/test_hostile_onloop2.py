@@ -42,36 +42,20 @@ from planexec.abandoned import abandoned_calls
 from planexec.scripted import ScriptedReply
 from planexec.toolcalls import runs_on_loop
 from planexec.tools import ToolRegistry, default_registry
-from tests.helpers import ROOT, plan_of, plan_reply, scripted, step, text_reply, thread
+from tests.helpers import (
+    ROOT,
+    plan_of,
+    plan_reply,
+    run_plan,
+    scripted,
+    step,
+    steps_threads,
+    text_reply,
+    thread,
+    wait_until,
+)
 
 # --- helpers --------------------------------------------------------------------------------
-
-
-def run_plan(graph: Any, context: Any, mode: str, config: Any = None) -> dict[str, Any]:
-    """Plan, approve and run to the end (or the next interrupt); return the last state."""
-    config = config or thread()
-    if mode == "sync":
-        graph.invoke({"task": "t"}, config, context=context)
-        return graph.invoke(Command(resume={"action": "approve"}), config, context=context)
-
-    async def go() -> dict[str, Any]:
-        await graph.ainvoke({"task": "t"}, config, context=context)
-        return await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
-
-    return asyncio.run(go())
-
-
-def wait_until(check: Any, seconds: float) -> bool:
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if check():
-            return True
-        time.sleep(0.02)
-    return bool(check())
-
-
-def steps_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "planexec-steps" and t.is_alive()]
 
 
 def on(*tools: Any, off: tuple[Any, ...] = ()) -> ToolRegistry:
