@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import json
+import os
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -103,6 +106,28 @@ def wait_until(check: Callable[[], Any], seconds: float) -> bool:
             return True
         time.sleep(0.02)
     return bool(check())
+
+
+def scenario_report(module: str, *args: str, seconds: float) -> dict[str, Any]:
+    """Run ``python -m module *args`` (a scenario that may wedge or end its process) and
+    return the JSON it printed on its last ``REPORT `` line, or what went wrong instead."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", module, *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=seconds,
+        )
+    except subprocess.TimeoutExpired:
+        return {"outcome": "wedged: the run did not end"}
+    lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
+    if not lines:
+        return {"outcome": f"no report; exit {done.returncode}", "stderr": done.stderr[-2000:]}
+    report: dict[str, Any] = json.loads(lines[-1].removeprefix("REPORT "))
+    return report
 
 
 def steps_threads() -> list[threading.Thread]:

@@ -18,7 +18,6 @@ import contextlib
 import json
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -38,11 +37,11 @@ from planexec.secrets import REDACTED
 from planexec.toolcalls import RETRY_ON_TIMEOUT, RUNS_ON_LOOP
 from planexec.tools import ToolRegistry
 from tests.helpers import (
-    ROOT,
     async_sleep_for,
     plan_of,
     plan_reply,
     run_plan,
+    scenario_report,
     scripted,
     step,
     steps_threads,
@@ -168,22 +167,7 @@ def onloop(*tools: Any, off: tuple[Any, ...] = ()) -> ToolRegistry:
 
 def in_subprocess(*args: str, seconds: float = 8.0) -> dict[str, Any]:
     """Run a scenario of this module in a fresh process; return its report (or a wedge)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.integration.test_hostile_onloop", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=seconds,
-        )
-    except subprocess.TimeoutExpired:
-        return {"outcome": "wedged: the run did not end", "exit": None}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
-    if not lines:
-        return {"outcome": f"no report; exit {done.returncode}", "stderr": done.stderr[-2000:]}
-    return json.loads(lines[-1].removeprefix("REPORT "))
+    return scenario_report("tests.integration.test_hostile_onloop", *args, seconds=seconds)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

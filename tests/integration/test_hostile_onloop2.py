@@ -21,7 +21,6 @@ import gc
 import json
 import logging
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -43,10 +42,10 @@ from planexec.scripted import ScriptedReply
 from planexec.toolcalls import runs_on_loop
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import (
-    ROOT,
     plan_of,
     plan_reply,
     run_plan,
+    scenario_report,
     scripted,
     step,
     steps_threads,
@@ -323,22 +322,8 @@ async def fine(label: str) -> str:
 
 
 def in_subprocess(*args: str, seconds: float = 10.0) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.integration.test_hostile_onloop2", *args],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=seconds,
-        )
-    except subprocess.TimeoutExpired:
-        return {"outcome": "wedged: the run did not end"}
-    lines = [line for line in done.stdout.splitlines() if line.startswith("REPORT ")]
-    if not lines:
-        return {"outcome": f"no report; exit {done.returncode}", "stderr": done.stderr[-1500:]}
-    return json.loads(lines[-1].removeprefix("REPORT "))
+    """Run a scenario of this module in a fresh process; return its report (or a wedge)."""
+    return scenario_report("tests.integration.test_hostile_onloop2", *args, seconds=seconds)
 
 
 CHILD_TASK_EXIT_LIMIT = pytest.mark.xfail(
