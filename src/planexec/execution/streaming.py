@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
@@ -45,7 +46,7 @@ from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 
-from planexec.budget import Budget, BudgetExhausted, stopped
+from planexec.budget import Budget, BudgetExhausted, spending, stopped
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
@@ -520,27 +521,41 @@ async def adraft_and_run(
 
 
 def drafted_and_ran(
-    streaming: StreamingRound,
+    state: State,
+    config: RunnableConfig,
+    opening: dict[str, Any] | None,
     model: BaseChatModel,
     conversation: Drafting,
     again: Callable[[], Drafting],
-    config: RunnableConfig,
+    call_config: RunnableConfig,
     *,
     budget: Budget,
     counter: UsageCounter,
     update: Callable[[Draft], dict[str, Any]],
     whole: Callable[[Draft], PlanDoc | None] | None = None,
+    by: str = "planner",
 ) -> dict[str, Any]:
-    """Draft and run in ``streaming`` (sync runs); return the node's state update.
+    """Draft a plan (or revision) and return the node's state update (sync runs).
 
-    The one body of the planner's and the replanner's streaming runs: ``update`` makes the
-    node's own update of the draft (the plan, or why there is none), to which this adds what
-    the round ran (:meth:`StreamingRound.update`). A spent budget ends the run with the
-    started steps recorded.
+    The one body of the planner's and the replanner's nodes once the model and conversation
+    are chosen: ``update`` makes the node's own update of the draft (the plan, or why there is
+    none). With ``opening`` (the arguments of :meth:`StreamingRound.open`, given when no one
+    approves first or an earlier attempt started steps), steps start as the plan streams and
+    the update adds what the round ran (:meth:`StreamingRound.update`); without it the plan
+    is only drafted. A spent budget ends the run, with the started steps recorded.
     """
+    if opening is None:
+        try:
+            with spending(budget):
+                budget.check()
+                draft = draft_plan(model, conversation, call_config, by=by)
+        except BudgetExhausted as exc:
+            return stopped(exc.stop, budget, counter)
+        return {**update(draft), "busy_seconds": budget.elapsed()}
+    streaming = StreamingRound.open(state, config, asynchronous=False, **opening)
     try:
         budget.check()
-        draft, ran_all = draft_and_run(streaming, model, conversation, again, config, whole)
+        draft, ran_all = draft_and_run(streaming, model, conversation, again, call_config, whole)
     except BudgetExhausted as exc:
         return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
     finally:
@@ -552,21 +567,37 @@ def drafted_and_ran(
 
 
 async def adrafted_and_ran(
-    streaming: StreamingRound,
+    state: State,
+    config: RunnableConfig,
+    opening: dict[str, Any] | None,
     model: BaseChatModel,
     conversation: Drafting,
     again: Callable[[], Drafting],
-    config: RunnableConfig,
+    call_config: RunnableConfig,
     *,
     budget: Budget,
     counter: UsageCounter,
     update: Callable[[Draft], dict[str, Any]],
     whole: Callable[[Draft], PlanDoc | None] | None = None,
+    by: str = "planner",
 ) -> dict[str, Any]:
     """:func:`drafted_and_ran` for async runs (``again`` runs in a worker thread)."""
+    if opening is None:
+        try:
+            with spending(budget):
+                budget.check()
+                draft = await adraft_plan(model, conversation, call_config, by=by)
+        except BudgetExhausted as exc:
+            return stopped(exc.stop, budget, counter)
+        return {**update(draft), "busy_seconds": budget.elapsed()}
+    streaming = await asyncio.to_thread(  # touches the disk (the workspace)
+        partial(StreamingRound.open, asynchronous=True, **opening), state, config
+    )
     try:
         budget.check()
-        draft, ran_all = await adraft_and_run(streaming, model, conversation, again, config, whole)
+        draft, ran_all = await adraft_and_run(
+            streaming, model, conversation, again, call_config, whole
+        )
     except BudgetExhausted as exc:
         return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
     if streaming.calls:

@@ -17,7 +17,7 @@ from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopp
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.execution.streaming import (
-    StreamingRound,
+    StepTask,
     adrafted_and_ran,
     astarted_before,
     drafted_and_ran,
@@ -133,33 +133,22 @@ def plan(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
     call_config = counter.config(models.internal_call("planner model"))
-    if runs_unapproved(policy) or finished:
-        streaming = StreamingRound.open(
-            state,
-            config,
-            call=run_step,
-            asynchronous=False,
-            **_round_args(state, ctx, budget, tools, sandbox, chat_models),
-            only=None if runs_unapproved(policy) else finished,
-        )
-        again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
-        return drafted_and_ran(
-            streaming,
-            model,
-            conversation,
-            again,
-            call_config,
-            budget=budget,
-            counter=counter,
-            update=partial(planned, state, counter=counter),
-        )
-    try:
-        with spending(budget):
-            budget.check()
-            draft = draft_plan(model, conversation, call_config)
-    except BudgetExhausted as exc:
-        return stopped(exc.stop, budget, counter)
-    return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
+    opening = None
+    if runs_unapproved(policy) or finished:  # steps start as the plan streams
+        only = None if runs_unapproved(policy) else finished
+        opening = _round_args(state, ctx, budget, tools, sandbox, chat_models, only, run_step)
+    return drafted_and_ran(
+        state,
+        config,
+        opening,
+        model,
+        conversation,
+        partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
+        call_config,
+        budget=budget,
+        counter=counter,
+        update=partial(planned, state, counter=counter),
+    )
 
 
 async def aplan(
@@ -203,36 +192,22 @@ async def aplan(
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
     call_config = counter.config(models.internal_call("planner model"))
-    if runs_unapproved(policy) or finished:
-        streaming = await asyncio.to_thread(  # touches the disk (the workspace)
-            partial(
-                StreamingRound.open,
-                call=arun_step,
-                asynchronous=True,
-                **_round_args(state, ctx, budget, tools, sandbox, chat_models),
-                only=None if runs_unapproved(policy) else finished,
-            ),
-            state,
-            config,
-        )
-        again = partial(_conversation, state, ctx, tools=tools, sandbox=sandbox)
-        return await adrafted_and_ran(
-            streaming,
-            model,
-            conversation,
-            again,
-            call_config,
-            budget=budget,
-            counter=counter,
-            update=partial(planned, state, counter=counter),
-        )
-    try:
-        with spending(budget):
-            budget.check()
-            draft = await adraft_plan(model, conversation, call_config)
-    except BudgetExhausted as exc:
-        return stopped(exc.stop, budget, counter)
-    return {**planned(state, draft, counter), "busy_seconds": budget.elapsed()}
+    opening = None
+    if runs_unapproved(policy) or finished:  # steps start as the plan streams
+        only = None if runs_unapproved(policy) else finished
+        opening = _round_args(state, ctx, budget, tools, sandbox, chat_models, only, arun_step)
+    return await adrafted_and_ran(
+        state,
+        config,
+        opening,
+        model,
+        conversation,
+        partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
+        call_config,
+        budget=budget,
+        counter=counter,
+        update=partial(planned, state, counter=counter),
+    )
 
 
 def _round_args(
@@ -242,10 +217,18 @@ def _round_args(
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: models.ChatModels,
+    only: frozenset[str] | None,
+    call: StepTask,
 ) -> dict[str, Any]:
-    """Return what a streaming round of the next plan version is opened with."""
+    """Return what a streaming round of the next plan version is opened with.
+
+    ``call`` runs a step (the executor's task for sync or async runs); ``only`` limits the
+    round to the steps an earlier attempt finished (None: every step may start).
+    """
     previous = state.get("plan")
     return {
+        "call": call,
+        "only": only,
         "tools": tools,
         "sandbox": sandbox,
         "chat_models": chat_models,

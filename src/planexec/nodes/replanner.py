@@ -24,11 +24,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
-from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopped
+from planexec.budget import Budget, run_budget
 from planexec.context import ApprovalPolicy, Context, context_of
-from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
+from planexec.drafting import Draft, Drafting, drafting
 from planexec.execution.streaming import (
-    StreamingRound,
+    StepTask,
     adrafted_and_ran,
     astarted_before,
     drafted_and_ran,
@@ -111,33 +111,26 @@ def replan(
     model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
     call_config = counter.config(models.internal_call("replanner model"))
     budget = run_budget(state, ctx)
-    if runs_unapproved(policy) or finished:
-        streaming = StreamingRound.open(
-            state,
-            config,
-            call=run_step,
-            asynchronous=False,
-            **_round_args(state, ctx, budget, tools, sandbox, chat_models, start),
-            only=None if runs_unapproved(policy) else finished,
+    opening = None
+    if runs_unapproved(policy) or finished:  # steps start as the plan streams
+        only = None if runs_unapproved(policy) else finished
+        opening = _round_args(
+            state, ctx, budget, tools, sandbox, chat_models, start, only, run_step
         )
-        return drafted_and_ran(
-            streaming,
-            model,
-            conversation,
-            partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
-            call_config,
-            budget=budget,
-            counter=counter,
-            update=partial(revised, state, ctx, tools, start, counter=counter),
-            whole=partial(_whole, ctx=ctx, tools=tools, start=start),
-        )
-    try:
-        with spending(budget):
-            budget.check()
-            draft = draft_plan(model, conversation, call_config, by="replanner")
-    except BudgetExhausted as exc:
-        return stopped(exc.stop, budget, counter)
-    return {**revised(state, ctx, tools, start, draft, counter), "busy_seconds": budget.elapsed()}
+    return drafted_and_ran(
+        state,
+        config,
+        opening,
+        model,
+        conversation,
+        partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
+        call_config,
+        budget=budget,
+        counter=counter,
+        update=partial(revised, state, ctx, tools, start, counter=counter),
+        whole=partial(_whole, ctx=ctx, tools=tools, start=start),
+        by="replanner",
+    )
 
 
 async def areplan(
@@ -159,36 +152,26 @@ async def areplan(
     )
     call_config = counter.config(models.internal_call("replanner model"))
     budget = run_budget(state, ctx)
-    if runs_unapproved(policy) or finished:
-        streaming = await asyncio.to_thread(  # touches the disk (the workspace)
-            partial(
-                StreamingRound.open,
-                call=arun_step,
-                asynchronous=True,
-                **_round_args(state, ctx, budget, tools, sandbox, chat_models, start),
-                only=None if runs_unapproved(policy) else finished,
-            ),
-            state,
-            config,
+    opening = None
+    if runs_unapproved(policy) or finished:  # steps start as the plan streams
+        only = None if runs_unapproved(policy) else finished
+        opening = _round_args(
+            state, ctx, budget, tools, sandbox, chat_models, start, only, arun_step
         )
-        return await adrafted_and_ran(
-            streaming,
-            model,
-            conversation,
-            partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
-            call_config,
-            budget=budget,
-            counter=counter,
-            update=partial(revised, state, ctx, tools, start, counter=counter),
-            whole=partial(_whole, ctx=ctx, tools=tools, start=start),
-        )
-    try:
-        with spending(budget):
-            budget.check()
-            draft = await adraft_plan(model, conversation, call_config, by="replanner")
-    except BudgetExhausted as exc:
-        return stopped(exc.stop, budget, counter)
-    return {**revised(state, ctx, tools, start, draft, counter), "busy_seconds": budget.elapsed()}
+    return await adrafted_and_ran(
+        state,
+        config,
+        opening,
+        model,
+        conversation,
+        partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
+        call_config,
+        budget=budget,
+        counter=counter,
+        update=partial(revised, state, ctx, tools, start, counter=counter),
+        whole=partial(_whole, ctx=ctx, tools=tools, start=start),
+        by="replanner",
+    )
 
 
 def _conversation(
@@ -206,9 +189,16 @@ def _round_args(
     sandbox: Sandbox,
     chat_models: models.ChatModels,
     start: Revising,
+    only: frozenset[str] | None,
+    call: StepTask,
 ) -> dict[str, Any]:
-    """Return what the streaming round of a revision opens with: the kept steps, done."""
+    """Return what the streaming round of a revision opens with: the kept steps, done.
+
+    ``call`` and ``only`` as for the planner's round.
+    """
     return {
+        "call": call,
+        "only": only,
         "tools": tools,
         "sandbox": sandbox,
         "chat_models": chat_models,
