@@ -6,9 +6,9 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, Tool
 from langchain_core.tools import tool as as_tool
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from planexec.plan_format import STEP_FIELDS
 from planexec.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
@@ -55,7 +55,7 @@ class ToolRegistry:
         ``runs_on_loop=True`` lets an async tool that never blocks run on the steps' own event
         loop instead of a worker thread of its own (:data:`planexec.toolcalls.RUNS_ON_LOOP`).
         """
-        tool_ = item if isinstance(item, BaseTool) else as_tool(item)
+        tool_ = _with_args_schema(item if isinstance(item, BaseTool) else as_tool(item))
         if tool_.name in STEP_FIELDS:  # {"description": "x"} would be a model step, not a call
             raise ValueError(
                 f"a tool may not be named {tool_.name!r}: plan steps use that name for a field "
@@ -163,6 +163,19 @@ class ToolRegistry:
                 }
             )
         return json.dumps(entries, indent=1, default=str)
+
+
+def _with_args_schema(tool_: BaseTool) -> BaseTool:
+    """Return the tool, or for a single-input ``Tool`` with no schema a copy with its one.
+
+    LangChain shows ``Tool(name=..., func=...)`` to models as one text argument and calls it
+    with ``{"tool_input": text}``, yet its ``tool_call_schema`` lists ``args``, ``config`` and
+    ``kwargs``: plans are checked against (and the planner shown) what it really takes.
+    """
+    if not isinstance(tool_, Tool) or tool_.args_schema is not None:
+        return tool_
+    schema = create_model(tool_.name, tool_input=(str, ...))
+    return tool_.model_copy(update={"args_schema": schema})
 
 
 def _check_runs_on_loop(tool_: BaseTool) -> bool:
