@@ -101,3 +101,19 @@ def test_an_answer_the_menu_does_not_offer_is_asked_again_not_taken_for_cancel(
     assert result.exit_code == 0, result.output
     assert result.output.count("reject is not offered") >= 3  # the note, then after each answer
     assert (tmp_path / "ws" / "a.md").read_text() == "x"
+
+
+def test_an_empty_answer_after_no_approves_nothing(tmp_path, monkeypatch):
+    # "r" (not offered here), then Enter: the default [y] must not turn a "no" into a run
+    monkeypatch.chdir(tmp_path)
+    plan_file = tmp_path / "plan.json"
+    plan = plan_of(step(1, "write_file", {"path": "a.md", "content": "x"}))
+    plan_file.write_text(json.dumps(plan))
+    args = ["run", "--plan", str(plan_file), "--workspace", "ws", "--db", str(tmp_path / "r.db")]
+    result = runner.invoke(app, args, input="r\n\n\n")  # then nobody answers: the run waits
+    assert result.exit_code == 1, result.output
+    assert "paused" in result.output.lower() or "waits" in result.output.lower(), result.output
+    assert not (tmp_path / "ws" / "a.md").exists()
+    again = runner.invoke(app, [*args[:1], "--plan", str(plan_file), *args[3:]], input="n\n\ny\n")
+    assert again.exit_code == 0, again.output
+    assert (tmp_path / "ws" / "a.md").read_text() == "x"  # an explicit y still approves

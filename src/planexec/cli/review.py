@@ -145,11 +145,16 @@ class Reviewer:
         if self.no_revision:
             self.out.print(styled(("note: ", "yellow"), self.no_revision))
             menu = "y = approve · e = edit · c = cancel"
+        said_no = False  # once the reviewer said no (r, n), an empty answer approves nothing
         while True:
             with ctrl_c_raises():
-                typed = self.out.input(styled(("Run this plan? ", "bold"), f"{menu} [y]: "))
+                default = "" if said_no else " [y]"
+                typed = self.out.input(styled(("Run this plan? ", "bold"), f"{menu}{default}: "))
             action = read_answer(typed)
-            if action == "reject" and self.no_revision:  # not offered: neither cancel nor run
+            said_no = said_no or action == "reject"
+            if action == "approve" and said_no and not typed.strip():
+                self.out.print(styled(("please answer ", "yellow"), menu))
+            elif action == "reject" and self.no_revision:  # not offered: neither cancel nor run
                 self.out.print(styled(("note: ", "yellow"), self.no_revision))
                 self.out.print(styled(("please answer ", "yellow"), menu))
             elif action in {"approve", "cancel"}:
