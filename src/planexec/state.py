@@ -172,7 +172,8 @@ class BudgetStop(TypedDict):
 class FinalResult(TypedDict):
     """The run's outcome: an answer, the files it made, and what failed.
 
-    ``budget`` is there when a spent budget (:mod:`planexec.budget`) ended the run.
+    ``budget`` is there when a spent budget (:mod:`planexec.budget`) ended the run, or when
+    the run ended past one (calls and steps in flight when it was spent finished).
     """
 
     status: FinalStatus

@@ -20,7 +20,8 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.context import InvalidContextError
-from tests.helpers import plan_of, plan_reply, scripted, step, thread
+from planexec.tools import ToolRegistry
+from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
 
 TOKENS_PER_CALL = 200  # 100 in, 100 out
 
@@ -300,3 +301,27 @@ def test_a_reply_without_usage_metadata_counts_as_a_call_of_zero_tokens(use_mode
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=run_ctx)
     assert executor.calls == 6 and out["final"]["status"] == "succeeded", out["final"]
     assert out["usage"]["executor"] == {"calls": 6, "input_tokens": 0, "output_tokens": 0}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_run_that_ends_over_its_budget_says_so(use_models, ctx, mode):
+    # under "never" a step starts as its line streams, while the planner's call is in flight:
+    # its tokens are counted when the reply ends, so the run may finish over a token budget
+    # (the documented overshoot by calls in flight); whether the steps ran or were skipped,
+    # the result must name the budget that was passed
+    from planexec.scripted import ScriptedChatModel
+
+    plan = plan_of(step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "b"}))
+    planner = ScriptedChatModel(replies=[plan_reply(plan)], stream_chunk_chars=25)
+    use_models(planner=planner)
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), approval="never")
+    limits = ctx(approval="never", max_tokens=100)
+    if mode == "sync":
+        out = graph.invoke({"task": "two echoes"}, thread(), context=limits)
+    else:
+        out = asyncio.run(graph.ainvoke({"task": "two echoes"}, thread(), context=limits))
+    spent = out["usage"]["planner"]["input_tokens"] + out["usage"]["planner"]["output_tokens"]
+    assert spent > 100 and out["plan"]["version"] == 1, out.get("error")
+    assert out["final"]["budget"] == {"budget": "tokens", "limit": 100, "spent": spent}, out[
+        "final"
+    ]

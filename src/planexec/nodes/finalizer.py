@@ -9,12 +9,13 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
+from planexec.budget import run_budget
 from planexec.context import Context, context_of
 from planexec.conversation import answer_message
 from planexec.memory import PlanMemory
 from planexec.outputs import OutputFileError, OutputStore, output_of
 from planexec.records import current_records, record_key
-from planexec.state import FinalResult, FinalStatus, State, StepDoc
+from planexec.state import BudgetStop, FinalResult, FinalStatus, State, StepDoc
 from planexec.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -54,9 +55,21 @@ def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict
     stop = state.get("budget_stop")
     if stop and final["status"] != "succeeded":  # a spent budget ended it: say which
         final["budget"] = stop
+    elif (over := _over_budget(state)) is not None:
+        final["budget"] = over
     if final["status"] == "succeeded":
         remember_plan(state)
     return {"final": final, "messages": [answer_message(final)]}
+
+
+def _over_budget(state: State) -> BudgetStop | None:
+    """Return the budget the run went past, if any (spent more than its limit).
+
+    Calls and steps already running when a budget is spent finish, e.g. the planner's reply
+    while the first steps run as it streams: a run may end over a budget it never stopped on.
+    """
+    over = run_budget(state, context_of(get_runtime(Context).context)).stop()
+    return over if over is not None and over["spent"] > over["limit"] else None
 
 
 def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> FinalResult:
