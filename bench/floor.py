@@ -6,6 +6,9 @@ once ("bare"), or calls the same zero-latency LangChain tool a planexec step cal
 what a step cannot avoid, the tool's own invocation and callbacks).
 Both are measured as marginal cost: (time of a 220-step run - time of a 20-step run) / 200,
 best of 7 (fixed per-run costs cancel out; noise on a shared machine only adds time).
+planexec runs each tool call on a worker thread of its own by default (a tool that blocks stalls
+only itself), or on the steps' loop for a tool registered ``runs_on_loop=True``; the "hop"
+column is the difference, in units of the "@task + tool call" floor.
 ``--cpu`` measures the process's CPU time (all threads) instead of wall time. ``--calls``
 counts Python function calls per step instead (async, in-memory; the event loop's thread, plus
 for planexec its tool calls' worker threads, each job profiled on its own): a measure that
@@ -196,7 +199,11 @@ async def count_calls() -> None:
 
 
 def row(name: str, call: str, ours: float, on_loop: float, bare: float, tool: float) -> list[str]:
-    """One line of the table: planexec's ms/step (both ways of calling the tool), the floors'."""
+    """One line of the table: planexec's ms/step (both ways of calling the tool), the floors'.
+
+    "hop" is what the worker thread of the default costs a step (planexec - tool on loop), in
+    units of the floor: with the default, the ratio cannot be below 1 + hop.
+    """
     return [
         name,
         call,
@@ -204,6 +211,7 @@ def row(name: str, call: str, ours: float, on_loop: float, bare: float, tool: fl
         f"{ours / tool:.2f}x",
         f"{on_loop:.2f}",
         f"{on_loop / tool:.2f}x",
+        f"{(ours - on_loop) / tool:.2f}x",
         f"{bare:.2f}",
         f"{tool:.2f}",
     ]
@@ -252,6 +260,7 @@ async def main() -> None:
                 "ratio",
                 "tool on loop",
                 "ratio",
+                "hop",
                 "bare @task",
                 "@task + tool call",
             ],
