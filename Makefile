@@ -7,7 +7,7 @@ help:  ## list targets
 install:  ## create .venv and install planexec with its dev tools
 	python3 -m venv .venv && .venv/bin/pip install -e ".[dev]"
 test:  ## run every test, offline (starts PostgreSQL and langgraph dev itself)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 fuzz:  ## property tests with random examples, 20x as many as CI tries
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -p no:cacheprovider tests/unit/test_properties.py tests/integration/test_properties_graph.py
 lint:  ## ruff (lint and format check)

@@ -100,13 +100,15 @@ def db(request, tmp_path):
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_killed_run_resumes_without_rerunning_finished_steps(tmp_path, script, db, mode):
-    reference_ws, reference_tid = tmp_path / "reference", str(uuid.uuid4())
-    finish(worker("start", db("reference"), reference_ws, reference_tid, script, mode))
-
     ws, thread_id = tmp_path / "ws", str(uuid.uuid4())
     kill_during_steps_3_and_4(worker("start", db("runs"), ws, thread_id, script, mode), ws)
 
+    # the uninterrupted reference run (its own workspace, database or thread) runs alongside
+    # the resume: started after the kill, so the killed run set up the tables alone
+    reference_ws, reference_tid = tmp_path / "reference", str(uuid.uuid4())
+    reference = worker("start", db("reference"), reference_ws, reference_tid, script, mode)
     finish(worker("resume", db("runs"), ws, thread_id, script, mode))
+    finish(reference)
     assert sorted(lines(ws)) == sorted(["one", "two", "three", "four", "five after three and four"])
     assert result(ws, thread_id) == result(reference_ws, reference_tid)
     assert result(ws, thread_id)["final"]["status"] == "succeeded"
@@ -200,8 +202,12 @@ def test_a_plan_written_differently_after_the_kill_never_takes_another_steps_res
 def test_worker_processes_sharing_postgres_resume_any_thread(tmp_path, script, postgres_url):
     ids = [str(uuid.uuid4()) for _ in range(4)]
     workspaces = {tid: tmp_path / tid for tid in ids}
-    for tid in ids:  # one process plans all four and stops at their approvals
-        finish(worker("plan", postgres_url, workspaces[tid], tid, script, "async"))
+    # one process per thread plans it and stops at its approval: the first alone (it may
+    # create the tables), then the other three at once
+    finish(worker("plan", postgres_url, workspaces[ids[0]], ids[0], script, "async"))
+    planners = [worker("plan", postgres_url, workspaces[t], t, script, "async") for t in ids[1:]]
+    for proc in planners:
+        finish(proc)
     # two other processes, at the same time, each approve and run threads the first one made
     procs = []
     for group in (ids[0::2], ids[1::2]):

@@ -342,14 +342,16 @@ ANSWER_STYLES = {
 
 
 def test_every_answer_style_over_the_api(server, server_root, tmp_path):
-    """Agent Chat UI (LangChain v1 HITL), the legacy Agent Inbox, and planexec's own answers."""
-    name = f"styles-{uuid.uuid4().hex[:8]}"
-    ws = server_root / "shared" / name
-    ws.mkdir(parents=True)
+    """Agent Chat UI (LangChain v1 HITL), the legacy Agent Inbox, and planexec's own answers.
+
+    The styles run at once, each on its own thread in its own workspace."""
     planner = planner_script(tmp_path / "planner.json", [("again", LIST), ("list", LIST)])
-    context = {"planner_model": planner, "workspace": name}
 
     async def one(client, answer, ends):
+        name = f"styles-{uuid.uuid4().hex[:8]}"
+        ws = server_root / "shared" / name
+        ws.mkdir(parents=True)
+        context = {"planner_model": planner, "workspace": name}
         tid = (await client.threads.create())["thread_id"]
         chat = {"messages": [{"role": "user", "content": "list the files"}]}
         await client.runs.wait(tid, "planexec", input=chat, context=context)
@@ -374,8 +376,9 @@ def test_every_answer_style_over_the_api(server, server_root, tmp_path):
 
     async def scenario():
         client = get_client(url=server)
-        for answer, ends in ANSWER_STYLES.values():
-            await one(client, answer, ends)
+        await asyncio.gather(
+            *(one(client, answer, ends) for answer, ends in ANSWER_STYLES.values())
+        )
 
     asyncio.run(scenario())
 
