@@ -54,16 +54,33 @@ async def instant(seconds: float) -> float:
 
 
 class Counted:
-    """Python function calls made on tool worker threads (each job and tidy-up on its own)."""
+    """Python function calls made on tool worker threads (each job and tidy-up on its own).
+
+    Only the jobs handed to workers from now on count, with the tidy-up after each: a call an
+    earlier test abandoned may end (and be tidied) on its own worker meanwhile, and is not
+    this test's cost.
+    """
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
         self.lock = threading.Lock()
+        self.jobs_of: set[int] = set()  # the workers given a counted job, until its tidy-up
         submit, tidy = workers.Worker.submit, workers.Worker._tidy
-        monkeypatch.setattr(
-            workers.Worker, "submit", lambda worker, job: submit(worker, self.wrap(job))
-        )
-        monkeypatch.setattr(workers.Worker, "_tidy", self.wrap(tidy))
+
+        def counted_submit(worker: workers.Worker, job: Any) -> None:
+            with self.lock:
+                self.jobs_of.add(id(worker))
+            submit(worker, self.wrap(job))
+
+        def counted_tidy(worker: workers.Worker) -> bool:
+            with self.lock:
+                ours = id(worker) in self.jobs_of
+                self.jobs_of.discard(id(worker))
+            result: bool = (self.wrap(tidy) if ours else tidy)(worker)
+            return result
+
+        monkeypatch.setattr(workers.Worker, "submit", counted_submit)
+        monkeypatch.setattr(workers.Worker, "_tidy", counted_tidy)
 
     def wrap(self, fn: Any) -> Any:
         def profiled(worker: workers.Worker) -> Any:
