@@ -321,7 +321,7 @@ async def fine(label: str) -> str:
     return label
 
 
-def in_subprocess(*args: str, seconds: float = 10.0) -> dict[str, Any]:
+def in_subprocess(*args: str, seconds: float = 60.0) -> dict[str, Any]:
     """Run a scenario of this module in a fresh process; return its report (or a wedge)."""
     return scenario_report("tests.integration.test_hostile_onloop2", *args, seconds=seconds)
 
