@@ -29,6 +29,7 @@ import concurrent.futures
 import contextlib
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
@@ -520,90 +521,96 @@ async def adraft_and_run(
             await streaming.await_all()  # whatever happens, no step is left behind
 
 
+@dataclass(frozen=True)
+class DraftCall:
+    """What a planning node drafts with (:func:`drafted_and_ran`).
+
+    The model and conversation; ``again``, a new conversation should a reply break off after
+    steps started; the model call's ``config``; the ``budget`` and usage ``counter`` it spends;
+    ``update``, the node's state update of a draft; ``whole``, the plan the rest of whose steps
+    may join the streaming round (default: a valid first draft); ``by``, the drafting role.
+    """
+
+    model: BaseChatModel
+    conversation: Drafting
+    again: Callable[[], Drafting]
+    config: RunnableConfig
+    budget: Budget
+    counter: UsageCounter
+    update: Callable[[Draft], dict[str, Any]]
+    whole: Callable[[Draft], PlanDoc | None] | None = None
+    by: str = "planner"
+
+
 def drafted_and_ran(
     state: State,
     config: RunnableConfig,
     opening: dict[str, Any] | None,
-    model: BaseChatModel,
-    conversation: Drafting,
-    again: Callable[[], Drafting],
-    call_config: RunnableConfig,
-    *,
-    budget: Budget,
-    counter: UsageCounter,
-    update: Callable[[Draft], dict[str, Any]],
-    whole: Callable[[Draft], PlanDoc | None] | None = None,
-    by: str = "planner",
+    call: DraftCall,
 ) -> dict[str, Any]:
     """Draft a plan (or revision) and return the node's state update (sync runs).
 
     The one body of the planner's and the replanner's nodes once the model and conversation
-    are chosen: ``update`` makes the node's own update of the draft (the plan, or why there is
-    none). With ``opening`` (the arguments of :meth:`StreamingRound.open`, given when no one
-    approves first or an earlier attempt started steps), steps start as the plan streams and
-    the update adds what the round ran (:meth:`StreamingRound.update`); without it the plan
-    is only drafted. A spent budget ends the run, with the started steps recorded.
+    are chosen (``call``, whose ``update`` makes the node's own update of the draft: the plan,
+    or why there is none). With ``opening`` (the arguments of :meth:`StreamingRound.open`,
+    given when no one approves first or an earlier attempt started steps), steps start as the
+    plan streams and the update adds what the round ran (:meth:`StreamingRound.update`);
+    without it the plan is only drafted. A spent budget ends the run, with the started steps
+    recorded.
     """
     if opening is None:
         try:
-            with spending(budget):
-                budget.check()
-                draft = draft_plan(model, conversation, call_config, by=by)
+            with spending(call.budget):
+                call.budget.check()
+                draft = draft_plan(call.model, call.conversation, call.config, by=call.by)
         except BudgetExhausted as exc:
-            return stopped(exc.stop, budget, counter)
-        return {**update(draft), "busy_seconds": budget.elapsed()}
+            return stopped(exc.stop, call.budget, call.counter)
+        return {**call.update(draft), "busy_seconds": call.budget.elapsed()}
     streaming = StreamingRound.open(state, config, asynchronous=False, **opening)
     try:
-        budget.check()
-        draft, ran_all = draft_and_run(streaming, model, conversation, again, call_config, whole)
+        call.budget.check()
+        draft, ran_all = draft_and_run(
+            streaming, call.model, call.conversation, call.again, call.config, call.whole
+        )
     except BudgetExhausted as exc:
-        return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
+        return streaming.update(stopped(exc.stop, call.budget, call.counter), ran_all=False)
     finally:
         streaming.round.close()
     if streaming.calls:
         with contextlib.suppress(CheckpointStoreError):
             streaming.round.store.check_blocking()  # did the store fail meanwhile?
-    return {**streaming.update(update(draft), ran_all), "busy_seconds": budget.elapsed()}
+    return {**streaming.update(call.update(draft), ran_all), "busy_seconds": call.budget.elapsed()}
 
 
 async def adrafted_and_ran(
     state: State,
     config: RunnableConfig,
     opening: dict[str, Any] | None,
-    model: BaseChatModel,
-    conversation: Drafting,
-    again: Callable[[], Drafting],
-    call_config: RunnableConfig,
-    *,
-    budget: Budget,
-    counter: UsageCounter,
-    update: Callable[[Draft], dict[str, Any]],
-    whole: Callable[[Draft], PlanDoc | None] | None = None,
-    by: str = "planner",
+    call: DraftCall,
 ) -> dict[str, Any]:
     """:func:`drafted_and_ran` for async runs (``again`` runs in a worker thread)."""
     if opening is None:
         try:
-            with spending(budget):
-                budget.check()
-                draft = await adraft_plan(model, conversation, call_config, by=by)
+            with spending(call.budget):
+                call.budget.check()
+                draft = await adraft_plan(call.model, call.conversation, call.config, by=call.by)
         except BudgetExhausted as exc:
-            return stopped(exc.stop, budget, counter)
-        return {**update(draft), "busy_seconds": budget.elapsed()}
+            return stopped(exc.stop, call.budget, call.counter)
+        return {**call.update(draft), "busy_seconds": call.budget.elapsed()}
     streaming = await asyncio.to_thread(  # touches the disk (the workspace)
         partial(StreamingRound.open, asynchronous=True, **opening), state, config
     )
     try:
-        budget.check()
+        call.budget.check()
         draft, ran_all = await adraft_and_run(
-            streaming, model, conversation, again, call_config, whole
+            streaming, call.model, call.conversation, call.again, call.config, call.whole
         )
     except BudgetExhausted as exc:
-        return streaming.update(stopped(exc.stop, budget, counter), ran_all=False)
+        return streaming.update(stopped(exc.stop, call.budget, call.counter), ran_all=False)
     if streaming.calls:
         with contextlib.suppress(CheckpointStoreError):
             await streaming.round.store.check()  # did the store fail meanwhile?
-    return {**streaming.update(update(draft), ran_all), "busy_seconds": budget.elapsed()}
+    return {**streaming.update(call.update(draft), ran_all), "busy_seconds": call.budget.elapsed()}
 
 
 def _checkpoint_of(

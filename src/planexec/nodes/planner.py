@@ -17,6 +17,7 @@ from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopp
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.execution.streaming import (
+    DraftCall,
     StepTask,
     adrafted_and_ran,
     astarted_before,
@@ -132,23 +133,9 @@ def plan(
     model, conversation = planner_call(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
-    call_config = counter.config(models.internal_call("planner model"))
-    opening = None
-    if runs_unapproved(policy) or finished:  # steps start as the plan streams
-        only = None if runs_unapproved(policy) else finished
-        opening = _round_args(state, ctx, budget, tools, sandbox, chat_models, only, run_step)
-    return drafted_and_ran(
-        state,
-        config,
-        opening,
-        model,
-        conversation,
-        partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
-        call_config,
-        budget=budget,
-        counter=counter,
-        update=partial(planned, state, counter=counter),
-    )
+    opening = _opening(state, ctx, policy, finished, budget, tools, sandbox, chat_models, run_step)
+    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, sandbox)
+    return drafted_and_ran(state, config, opening, call)
 
 
 async def aplan(
@@ -191,44 +178,34 @@ async def aplan(
     model, conversation = await asyncio.to_thread(  # lists the workspace, may load a model
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
-    call_config = counter.config(models.internal_call("planner model"))
-    opening = None
-    if runs_unapproved(policy) or finished:  # steps start as the plan streams
-        only = None if runs_unapproved(policy) else finished
-        opening = _round_args(state, ctx, budget, tools, sandbox, chat_models, only, arun_step)
-    return await adrafted_and_ran(
-        state,
-        config,
-        opening,
-        model,
-        conversation,
-        partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
-        call_config,
-        budget=budget,
-        counter=counter,
-        update=partial(planned, state, counter=counter),
-    )
+    opening = _opening(state, ctx, policy, finished, budget, tools, sandbox, chat_models, arun_step)
+    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, sandbox)
+    return await adrafted_and_ran(state, config, opening, call)
 
 
-def _round_args(
+def _opening(
     state: State,
     ctx: Context,
+    policy: ApprovalPolicy,
+    finished: frozenset[str],
     budget: Budget,
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: models.ChatModels,
-    only: frozenset[str] | None,
     call: StepTask,
-) -> dict[str, Any]:
-    """Return what a streaming round of the next plan version is opened with.
+) -> dict[str, Any] | None:
+    """Return what a streaming round of the next plan version opens with, if steps may start.
 
-    ``call`` runs a step (the executor's task for sync or async runs); ``only`` limits the
-    round to the steps an earlier attempt finished (None: every step may start).
+    They may when no one approves first (``policy``), or to find the steps an earlier attempt
+    ``finished`` as its plan streamed (then only those). ``call`` runs a step (the executor's
+    task for sync or async runs).
     """
+    if not runs_unapproved(policy) and not finished:
+        return None
     previous = state.get("plan")
     return {
         "call": call,
-        "only": only,
+        "only": None if runs_unapproved(policy) else finished,
         "tools": tools,
         "sandbox": sandbox,
         "chat_models": chat_models,
@@ -236,6 +213,28 @@ def _round_args(
         "version": previous["version"] + 1 if previous else 1,
         "budget": budget,
     }
+
+
+def _draft_call(
+    state: State,
+    ctx: Context,
+    model: BaseChatModel,
+    conversation: Drafting,
+    budget: Budget,
+    counter: UsageCounter,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+) -> DraftCall:
+    """Return what the planner drafts with: its model call, budget, and state update."""
+    return DraftCall(
+        model=model,
+        conversation=conversation,
+        again=partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
+        config=counter.config(models.internal_call("planner model")),
+        budget=budget,
+        counter=counter,
+        update=partial(planned, state, counter=counter),
+    )
 
 
 def remembered_update(

@@ -28,6 +28,7 @@ from planexec.budget import Budget, run_budget
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, drafting
 from planexec.execution.streaming import (
+    DraftCall,
     StepTask,
     adrafted_and_ran,
     astarted_before,
@@ -109,28 +110,12 @@ def replan(
     finished = started_before(config)  # by an earlier attempt, as the revision streamed
     counter = UsageCounter("replanner")
     model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
-    call_config = counter.config(models.internal_call("replanner model"))
     budget = run_budget(state, ctx)
-    opening = None
-    if runs_unapproved(policy) or finished:  # steps start as the plan streams
-        only = None if runs_unapproved(policy) else finished
-        opening = _round_args(
-            state, ctx, budget, tools, sandbox, chat_models, start, only, run_step
-        )
-    return drafted_and_ran(
-        state,
-        config,
-        opening,
-        model,
-        conversation,
-        partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
-        call_config,
-        budget=budget,
-        counter=counter,
-        update=partial(revised, state, ctx, tools, start, counter=counter),
-        whole=partial(_whole, ctx=ctx, tools=tools, start=start),
-        by="replanner",
+    opening = _opening(
+        state, ctx, policy, finished, budget, tools, sandbox, chat_models, start, run_step
     )
+    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, chat_models, start)
+    return drafted_and_ran(state, config, opening, call)
 
 
 async def areplan(
@@ -150,28 +135,12 @@ async def areplan(
     model, conversation, start = await asyncio.to_thread(  # may load a model
         partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
     )
-    call_config = counter.config(models.internal_call("replanner model"))
     budget = run_budget(state, ctx)
-    opening = None
-    if runs_unapproved(policy) or finished:  # steps start as the plan streams
-        only = None if runs_unapproved(policy) else finished
-        opening = _round_args(
-            state, ctx, budget, tools, sandbox, chat_models, start, only, arun_step
-        )
-    return await adrafted_and_ran(
-        state,
-        config,
-        opening,
-        model,
-        conversation,
-        partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
-        call_config,
-        budget=budget,
-        counter=counter,
-        update=partial(revised, state, ctx, tools, start, counter=counter),
-        whole=partial(_whole, ctx=ctx, tools=tools, start=start),
-        by="replanner",
+    opening = _opening(
+        state, ctx, policy, finished, budget, tools, sandbox, chat_models, start, arun_step
     )
+    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, chat_models, start)
+    return await adrafted_and_ran(state, config, opening, call)
 
 
 def _conversation(
@@ -181,24 +150,27 @@ def _conversation(
     return replanner_call(state, ctx, tools=tools, chat_models=chat_models)[1]
 
 
-def _round_args(
+def _opening(
     state: State,
     ctx: Context,
+    policy: ApprovalPolicy,
+    finished: frozenset[str],
     budget: Budget,
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: models.ChatModels,
     start: Revising,
-    only: frozenset[str] | None,
     call: StepTask,
-) -> dict[str, Any]:
-    """Return what the streaming round of a revision opens with: the kept steps, done.
+) -> dict[str, Any] | None:
+    """Return what the streaming round of a revision opens with, if steps may start.
 
-    ``call`` and ``only`` as for the planner's round.
+    The kept steps open it, done; ``policy``, ``finished`` and ``call`` as for the planner's.
     """
+    if not runs_unapproved(policy) and not finished:
+        return None
     return {
         "call": call,
-        "only": only,
+        "only": None if runs_unapproved(policy) else finished,
         "tools": tools,
         "sandbox": sandbox,
         "chat_models": chat_models,
@@ -211,6 +183,31 @@ def _round_args(
         "failed": frozenset(signature(s) for s in start.lost_steps),
         "by": "replanner",
     }
+
+
+def _draft_call(
+    state: State,
+    ctx: Context,
+    model: BaseChatModel,
+    conversation: Drafting,
+    budget: Budget,
+    counter: UsageCounter,
+    tools: ToolRegistry,
+    chat_models: models.ChatModels,
+    start: Revising,
+) -> DraftCall:
+    """Return what the replanner drafts with: its model call, budget, and state update."""
+    return DraftCall(
+        model=model,
+        conversation=conversation,
+        again=partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
+        config=counter.config(models.internal_call("replanner model")),
+        budget=budget,
+        counter=counter,
+        update=partial(revised, state, ctx, tools, start, counter=counter),
+        whole=partial(_whole, ctx=ctx, tools=tools, start=start),
+        by="replanner",
+    )
 
 
 def _whole(draft: Draft, *, ctx: Context, tools: ToolRegistry, start: Revising) -> PlanDoc | None:
