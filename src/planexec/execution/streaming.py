@@ -48,6 +48,7 @@ from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 
 from planexec.budget import Budget, BudgetExhausted, spending, stopped
+from planexec.context import ApprovalPolicy, Context
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
@@ -64,6 +65,7 @@ from planexec.models import ChatModels
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import step_digest, topological_order
 from planexec.records import current_records, record_key
+from planexec.review.policy import runs_unapproved
 from planexec.revising import signature
 from planexec.sandbox import Sandbox
 from planexec.secrets import redact
@@ -519,6 +521,54 @@ async def adraft_and_run(
             return _after_failure(streaming, failure), False
         finally:
             await streaming.await_all()  # whatever happens, no step is left behind
+
+
+def round_args(
+    ctx: Context, budget: Budget, tools: ToolRegistry, sandbox: Sandbox, chat_models: ChatModels
+) -> dict[str, Any]:
+    """Return what every streaming round of a run shares (for :func:`opening_of`)."""
+    return {
+        "max_steps": ctx.max_steps,
+        "budget": budget,
+        "tools": tools,
+        "sandbox": sandbox,
+        "chat_models": chat_models,
+    }
+
+
+def opening_of(
+    policy: ApprovalPolicy,
+    finished: frozenset[str],
+    call: StepTask,
+    *,
+    version: int,
+    max_steps: int,
+    budget: Budget,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: ChatModels,
+    **revision: Any,
+) -> dict[str, Any] | None:
+    """Return what a streaming round of plan ``version`` opens with, if steps may start.
+
+    They may when no one approves first (``policy``), or to find again the steps an earlier
+    attempt ``finished`` as its plan streamed (then only those). ``call`` runs a step (the
+    executor's task for sync or async runs); ``revision`` holds a revision's kept steps
+    (:meth:`StreamingRound.open`).
+    """
+    if not runs_unapproved(policy) and not finished:
+        return None
+    return {
+        "call": call,
+        "only": None if runs_unapproved(policy) else finished,
+        "tools": tools,
+        "sandbox": sandbox,
+        "chat_models": chat_models,
+        "max_steps": max_steps,
+        "version": version,
+        "budget": budget,
+        **revision,
+    }
 
 
 @dataclass(frozen=True)

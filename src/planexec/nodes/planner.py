@@ -18,10 +18,11 @@ from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.execution.streaming import (
     DraftCall,
-    StepTask,
     adrafted_and_ran,
     astarted_before,
     drafted_and_ran,
+    opening_of,
+    round_args,
     started_before,
 )
 from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
@@ -29,7 +30,7 @@ from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import goal_of_task, to_doc
 from planexec.plandoc import plan_digest
 from planexec.records import pending_record, record_key
-from planexec.review.policy import effective_policy, runs_unapproved
+from planexec.review.policy import effective_policy
 from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State
 from planexec.tools.listing import MAX_LISTED_FILES as MAX_LISTED_FILES  # re-exported
@@ -133,7 +134,8 @@ def plan(
     model, conversation = planner_call(
         state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
     )
-    opening = _opening(state, ctx, policy, finished, budget, tools, sandbox, chat_models, run_step)
+    shared = round_args(ctx, budget, tools, sandbox, chat_models)
+    opening = opening_of(policy, finished, run_step, version=_next_version(state), **shared)
     call = _draft_call(state, ctx, model, conversation, budget, counter, tools, sandbox)
     return drafted_and_ran(state, config, opening, call)
 
@@ -178,41 +180,16 @@ async def aplan(
     model, conversation = await asyncio.to_thread(  # lists the workspace, may load a model
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
-    opening = _opening(state, ctx, policy, finished, budget, tools, sandbox, chat_models, arun_step)
+    shared = round_args(ctx, budget, tools, sandbox, chat_models)
+    opening = opening_of(policy, finished, arun_step, version=_next_version(state), **shared)
     call = _draft_call(state, ctx, model, conversation, budget, counter, tools, sandbox)
     return await adrafted_and_ran(state, config, opening, call)
 
 
-def _opening(
-    state: State,
-    ctx: Context,
-    policy: ApprovalPolicy,
-    finished: frozenset[str],
-    budget: Budget,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-    chat_models: models.ChatModels,
-    call: StepTask,
-) -> dict[str, Any] | None:
-    """Return what a streaming round of the next plan version opens with, if steps may start.
-
-    They may when no one approves first (``policy``), or to find the steps an earlier attempt
-    ``finished`` as its plan streamed (then only those). ``call`` runs a step (the executor's
-    task for sync or async runs).
-    """
-    if not runs_unapproved(policy) and not finished:
-        return None
+def _next_version(state: State) -> int:
+    """Return the version number of the plan the planner writes next."""
     previous = state.get("plan")
-    return {
-        "call": call,
-        "only": None if runs_unapproved(policy) else finished,
-        "tools": tools,
-        "sandbox": sandbox,
-        "chat_models": chat_models,
-        "max_steps": ctx.max_steps,
-        "version": previous["version"] + 1 if previous else 1,
-        "budget": budget,
-    }
+    return previous["version"] + 1 if previous else 1
 
 
 def _draft_call(

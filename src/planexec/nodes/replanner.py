@@ -29,17 +29,18 @@ from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, drafting
 from planexec.execution.streaming import (
     DraftCall,
-    StepTask,
     adrafted_and_ran,
     astarted_before,
     drafted_and_ran,
+    opening_of,
+    round_args,
     started_before,
 )
 from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
 from planexec.plandoc import plan_digest, plan_of
 from planexec.records import current_records, pending_record, record_key
-from planexec.review.policy import effective_policy, runs_unapproved
+from planexec.review.policy import effective_policy
 from planexec.revising import keepable, replanner_messages, signature
 from planexec.sandbox import Sandbox
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
@@ -111,9 +112,8 @@ def replan(
     counter = UsageCounter("replanner")
     model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
     budget = run_budget(state, ctx)
-    opening = _opening(
-        state, ctx, policy, finished, budget, tools, sandbox, chat_models, start, run_step
-    )
+    shared = round_args(ctx, budget, tools, sandbox, chat_models)
+    opening = opening_of(policy, finished, run_step, **shared, **_revision_round(start))
     call = _draft_call(state, ctx, model, conversation, budget, counter, tools, chat_models, start)
     return drafted_and_ran(state, config, opening, call)
 
@@ -136,9 +136,8 @@ async def areplan(
         partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
     )
     budget = run_budget(state, ctx)
-    opening = _opening(
-        state, ctx, policy, finished, budget, tools, sandbox, chat_models, start, arun_step
-    )
+    shared = round_args(ctx, budget, tools, sandbox, chat_models)
+    opening = opening_of(policy, finished, arun_step, **shared, **_revision_round(start))
     call = _draft_call(state, ctx, model, conversation, budget, counter, tools, chat_models, start)
     return await adrafted_and_ran(state, config, opening, call)
 
@@ -150,33 +149,10 @@ def _conversation(
     return replanner_call(state, ctx, tools=tools, chat_models=chat_models)[1]
 
 
-def _opening(
-    state: State,
-    ctx: Context,
-    policy: ApprovalPolicy,
-    finished: frozenset[str],
-    budget: Budget,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-    chat_models: models.ChatModels,
-    start: Revising,
-    call: StepTask,
-) -> dict[str, Any] | None:
-    """Return what the streaming round of a revision opens with, if steps may start.
-
-    The kept steps open it, done; ``policy``, ``finished`` and ``call`` as for the planner's.
-    """
-    if not runs_unapproved(policy) and not finished:
-        return None
+def _revision_round(start: Revising) -> dict[str, Any]:
+    """Return what a revision's streaming round opens with: its version and kept steps, done."""
     return {
-        "call": call,
-        "only": None if runs_unapproved(policy) else finished,
-        "tools": tools,
-        "sandbox": sandbox,
-        "chat_models": chat_models,
-        "max_steps": ctx.max_steps,
         "version": start.plan["version"] + 1,
-        "budget": budget,
         "kept": start.kept_steps,
         "records": start.records,
         "goal": start.plan["goal"],
