@@ -87,6 +87,11 @@ def planned(use_models, ctx, **limits: Any) -> tuple[Any, dict, FixedUsage, int]
     return graph, config, executor, usage["input_tokens"] + usage["output_tokens"]
 
 
+def worked(graph: Any, config: dict) -> float:
+    """Working seconds the run spent before the round (planning: longer on a loaded machine)."""
+    return float(graph.get_state(config).values.get("busy_seconds") or 0.0)
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_token_budget_holds_mid_round_with_parallel_model_steps(use_models, ctx, mode):
     """Two slots, 200 tokens a call, 500 tokens left after planning: calls 1-2 run, calls 3-4
@@ -152,7 +157,7 @@ def test_a_time_budget_stops_new_steps(use_models, ctx):
     """Working time, not time waiting for a human: the approval's wait does not count."""
     graph, config, executor, _ = planned(use_models, ctx)
     time.sleep(1.0)  # the reviewer thinks: not working time
-    run_ctx = ctx(max_replans=0, max_parallel_steps=1, max_seconds=0.9)
+    run_ctx = ctx(max_replans=0, max_parallel_steps=1, max_seconds=worked(graph, config) + 0.9)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=run_ctx)
     # one step at a time, 0.3 s each: steps start at about 0, 0.3 and 0.6 s, not at 0.9 s
     assert 2 <= executor.calls <= 4, executor.calls
@@ -161,10 +166,11 @@ def test_a_time_budget_stops_new_steps(use_models, ctx):
 
 
 def test_a_time_budget_holds_mid_round_with_parallel_steps(use_models, ctx):
-    """Two slots, 0.3 s a step, 0.45 s of working time: steps 1-2 start at 0 s, 3-4 at about
-    0.3 s (in flight together), and none of 5-6 starts at 0.6 s: the round stops mid-way."""
+    """Two slots, 0.3 s a step, 0.45 s of working time left after planning: steps 1-2 start
+    at 0 s, 3-4 at about 0.3 s (in flight together), and none of 5-6 starts at 0.6 s: the
+    round stops mid-way."""
     graph, config, executor, _ = planned(use_models, ctx)
-    run_ctx = ctx(max_replans=0, max_parallel_steps=2, max_seconds=0.45)
+    run_ctx = ctx(max_replans=0, max_parallel_steps=2, max_seconds=worked(graph, config) + 0.45)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=run_ctx)
     assert executor.most_in_flight == 2
     assert 2 <= executor.calls <= 4, executor.calls  # never the whole round
