@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -130,9 +131,62 @@ def scenario_report(module: str, *args: str, seconds: float) -> dict[str, Any]:
     return report
 
 
+def scenario_outcome(plan: dict[str, Any], tools: Any, mode: str) -> dict[str, Any]:
+    """Plan and run ``plan`` with ``tools`` in a fresh workspace (``mode``: sync or async) and
+    return what a subprocess scenario reports: what escaped the run, or each step's status and
+    error. Meant for the process :func:`scenario_report` starts (it sets the environment)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from planexec import build_graph, models
+    from planexec.context import Context
+    from planexec.sandbox import Sandbox
+
+    root = tempfile.mkdtemp()
+    os.environ["PLANEXEC_WORKSPACE_ROOT"] = root
+    Sandbox.at(Path(root)).workspace_path("ws", None).mkdir(parents=True)
+    model = scripted(plan_reply(plan))
+    models.provider_model = lambda spec: model
+    graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
+    context = Context(
+        planner_model="test:planner",
+        executor_model="test:executor",
+        evaluator_model="test:evaluator",
+        workspace="ws",
+        max_replans=0,
+        step_max_attempts=1,
+    )
+    try:
+        out = run_plan(graph, context, mode)
+    except BaseException as exc:  # what escaped the run is the finding
+        return {"outcome": f"the run raised {type(exc).__name__}"}
+    steps = {k: [v["status"], v.get("error")] for k, v in out["steps"].items()}
+    return {"outcome": "ended", "steps": steps}
+
+
 def steps_threads() -> list[threading.Thread]:
     """The live threads of sync rounds' event loops (``planexec-steps``)."""
     return [t for t in threading.enumerate() if t.name == "planexec-steps" and t.is_alive()]
+
+
+calls: dict[str, int] = {}
+"""How many times each key was counted by tools that count their calls (keys are per test)."""
+
+
+def count(key: str) -> int:
+    """Count a call under ``key``; return the count."""
+    calls[key] = calls.get(key, 0) + 1
+    return calls[key]
+
+
+@tool
+async def swallows(key: str, seconds: float) -> str:
+    """Work for `seconds` on the loop, ignoring cancellation."""
+    count(key)
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.sleep(max(0.0, deadline - time.time()))
+    return "finished late"
 
 
 @tool

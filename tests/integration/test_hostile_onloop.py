@@ -19,10 +19,8 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,13 +36,17 @@ from planexec.toolcalls import RETRY_ON_TIMEOUT, RUNS_ON_LOOP
 from planexec.tools import ToolRegistry
 from tests.helpers import (
     async_sleep_for,
+    calls,
+    count,
     plan_of,
     plan_reply,
     run_plan,
+    scenario_outcome,
     scenario_report,
     scripted,
     step,
     steps_threads,
+    swallows,
     thread,
     wait_until,
 )
@@ -86,23 +88,6 @@ async def raises_kind(kind: str) -> str:
 
 
 raises_kind_off = raises_kind.model_copy(update={"name": "raises_kind_off"})
-
-calls: dict[str, int] = {}
-
-
-def count(key: str) -> None:
-    calls[key] = calls.get(key, 0) + 1
-
-
-@tool
-async def swallows(key: str, seconds: float) -> str:
-    """Work for `seconds` on the loop, ignoring cancellation."""
-    count(key)
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.sleep(max(0.0, deadline - time.time()))
-    return "finished late"
 
 
 @tool
@@ -649,35 +634,12 @@ def test_leaving_a_sync_stream_during_an_on_loop_call_leaves_the_thread_resumabl
 
 
 def _scenario(kind: str, mode: str, where_: str) -> dict[str, Any]:
-    from planexec import models
-    from planexec.context import Context
-    from planexec.sandbox import Sandbox
-
-    root = tempfile.mkdtemp()
-    os.environ["PLANEXEC_WORKSPACE_ROOT"] = root
-    Sandbox.at(Path(root)).workspace_path("ws", None).mkdir(parents=True)
     plan = plan_of(
         step(1, "raises_kind", {"kind": kind}), step(2, "async_sleep_for", {"seconds": 0.05})
     )
-    model = scripted(plan_reply(plan))
-    models.provider_model = lambda spec: model
     tools = ToolRegistry([async_sleep_for])
     tools.register(raises_kind, runs_on_loop=where_ == "on")
-    graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
-    context = Context(
-        planner_model="test:planner",
-        executor_model="test:executor",
-        evaluator_model="test:evaluator",
-        workspace="ws",
-        max_replans=0,
-        step_max_attempts=1,
-    )
-    try:
-        out = run_plan(graph, context, mode)
-    except BaseException as exc:  # what escaped the run is the finding
-        return {"outcome": f"the run raised {type(exc).__name__}"}
-    steps = {k: [v["status"], v.get("error")] for k, v in out["steps"].items()}
-    return {"outcome": "ended", "steps": steps}
+    return scenario_outcome(plan, tools, mode)
 
 
 if __name__ == "__main__":

@@ -22,11 +22,9 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import threading
 import time
 import warnings
-from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
@@ -42,13 +40,17 @@ from planexec.scripted import ScriptedReply
 from planexec.toolcalls import runs_on_loop
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import (
+    calls,
+    count,
     plan_of,
     plan_reply,
     run_plan,
+    scenario_outcome,
     scenario_report,
     scripted,
     step,
     steps_threads,
+    swallows,
     text_reply,
     thread,
     wait_until,
@@ -87,14 +89,6 @@ def no_loop_complaints(caplog: pytest.LogCaptureFixture) -> Any:
     said = [r.getMessage() for r in caplog.records] + [str(w.message) for w in caught]
     bad = [s for s in said if any(word in s for word in BAD_WORDS)]
     assert not bad, bad
-
-
-calls: dict[str, int] = {}
-
-
-def count(key: str) -> int:
-    calls[key] = calls.get(key, 0) + 1
-    return calls[key]
 
 
 # --- (a) the guard, with tools of unusual shapes -------------------------------------------
@@ -351,35 +345,10 @@ def test_an_exit_raised_in_a_task_an_on_loop_tool_starts_fails_only_its_step(mod
 
 
 def _child_exit_scenario(kind: str, mode: str, where_: str) -> dict[str, Any]:
-    from planexec import models
-    from planexec.context import Context
-    from planexec.sandbox import Sandbox
-
-    root = tempfile.mkdtemp()
-    os.environ["PLANEXEC_WORKSPACE_ROOT"] = root
-    Sandbox.at(Path(root)).workspace_path("ws", None).mkdir(parents=True)
     plan = plan_of(step(1, "exits_in_child", {"kind": kind}), step(2, "fine", {"label": "x"}))
-    model = scripted(plan_reply(plan))
-    models.provider_model = lambda spec: model
     tools = ToolRegistry([fine])
     tools.register(exits_in_child, runs_on_loop=where_ == "on")
-    graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
-    context = Context(
-        planner_model="test:planner",
-        executor_model="test:executor",
-        evaluator_model="test:evaluator",
-        workspace="ws",
-        max_replans=0,
-        step_max_attempts=1,
-    )
-    try:
-        out = run_plan(graph, context, mode)
-    except BaseException as exc:  # what escaped the run is the finding
-        return {"outcome": f"the run raised {type(exc).__name__}"}
-    return {
-        "outcome": "ended",
-        "steps": {k: [v["status"], v.get("error")] for k, v in out["steps"].items()},
-    }
+    return scenario_outcome(plan, tools, mode)
 
 
 # --- (b) what a round leaves on its loop under a sync run --------------------------------------
@@ -555,17 +524,6 @@ def test_a_leftover_that_respawns_itself_when_cancelled_is_cancelled_until_it_st
 
 
 # --- (b) abandoned calls across executor-model steps, replans, interrupts, crashes, streams ----
-
-
-@tool
-async def swallows(key: str, seconds: float) -> str:
-    """Work for `seconds` on the loop, ignoring cancellation."""
-    count(key)
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.sleep(max(0.0, deadline - time.time()))
-    return "finished late"
 
 
 @tool
