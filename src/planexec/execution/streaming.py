@@ -61,7 +61,7 @@ from planexec.execution.outcomes import (
 from planexec.execution.round import ExecutionRound, open_round, running
 from planexec.execution.slots import chain_ranks
 from planexec.execution.tasks import StepFuture, publisher, result_of, round_outcomes
-from planexec.models import ChatModels
+from planexec.models import ChatModels, internal_call
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plandoc import step_digest, topological_order
 from planexec.records import current_records, record_key
@@ -590,6 +590,25 @@ class DraftCall:
     update: Callable[[Draft], dict[str, Any]]
     whole: Callable[[Draft], PlanDoc | None] | None = None
     by: str = "planner"
+
+
+def draft_call(
+    role: str,
+    model: BaseChatModel,
+    conversation: Drafting,
+    budget: Budget,
+    counter: UsageCounter,
+    **node: Any,
+) -> DraftCall:
+    """Return what ``role`` (the planner, the replanner) drafts with.
+
+    ``node`` holds the node's own parts: ``again``, ``update`` and, for a revision, ``whole``
+    (:class:`DraftCall`); the model call is named after the role.
+    """
+    config = counter.config(internal_call(f"{role} model"))
+    return DraftCall(
+        model, conversation, config=config, budget=budget, counter=counter, by=role, **node
+    )
 
 
 def drafted_and_ran(

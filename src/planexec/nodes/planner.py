@@ -17,9 +17,9 @@ from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopp
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.execution.streaming import (
-    DraftCall,
     adrafted_and_ran,
     astarted_before,
+    draft_call,
     drafted_and_ran,
     opening_of,
     round_args,
@@ -136,7 +136,8 @@ def plan(
     )
     shared = round_args(ctx, budget, tools, sandbox, chat_models)
     opening = opening_of(policy, finished, run_step, version=_next_version(state), **shared)
-    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, sandbox)
+    parts = _drafting_parts(state, ctx, counter, tools, sandbox)
+    call = draft_call("planner", model, conversation, budget, counter, **parts)
     return drafted_and_ran(state, config, opening, call)
 
 
@@ -182,7 +183,8 @@ async def aplan(
     )
     shared = round_args(ctx, budget, tools, sandbox, chat_models)
     opening = opening_of(policy, finished, arun_step, version=_next_version(state), **shared)
-    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, sandbox)
+    parts = _drafting_parts(state, ctx, counter, tools, sandbox)
+    call = draft_call("planner", model, conversation, budget, counter, **parts)
     return await adrafted_and_ran(state, config, opening, call)
 
 
@@ -192,26 +194,14 @@ def _next_version(state: State) -> int:
     return previous["version"] + 1 if previous else 1
 
 
-def _draft_call(
-    state: State,
-    ctx: Context,
-    model: BaseChatModel,
-    conversation: Drafting,
-    budget: Budget,
-    counter: UsageCounter,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-) -> DraftCall:
-    """Return what the planner drafts with: its model call, budget, and state update."""
-    return DraftCall(
-        model=model,
-        conversation=conversation,
-        again=partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
-        config=counter.config(models.internal_call("planner model")),
-        budget=budget,
-        counter=counter,
-        update=partial(planned, state, counter=counter),
-    )
+def _drafting_parts(
+    state: State, ctx: Context, counter: UsageCounter, tools: ToolRegistry, sandbox: Sandbox
+) -> dict[str, Any]:
+    """Return the planner's own parts of its :class:`DraftCall`: how to ask again, its update."""
+    return {
+        "again": partial(_conversation, state, ctx, tools=tools, sandbox=sandbox),
+        "update": partial(planned, state, counter=counter),
+    }
 
 
 def remembered_update(

@@ -24,13 +24,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
 from planexec import models, prompts
-from planexec.budget import Budget, run_budget
+from planexec.budget import run_budget
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, drafting
 from planexec.execution.streaming import (
-    DraftCall,
     adrafted_and_ran,
     astarted_before,
+    draft_call,
     drafted_and_ran,
     opening_of,
     round_args,
@@ -114,7 +114,8 @@ def replan(
     budget = run_budget(state, ctx)
     shared = round_args(ctx, budget, tools, sandbox, chat_models)
     opening = opening_of(policy, finished, run_step, **shared, **_revision_round(start))
-    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, chat_models, start)
+    parts = _drafting_parts(state, ctx, counter, tools, chat_models, start)
+    call = draft_call("replanner", model, conversation, budget, counter, **parts)
     return drafted_and_ran(state, config, opening, call)
 
 
@@ -138,7 +139,8 @@ async def areplan(
     budget = run_budget(state, ctx)
     shared = round_args(ctx, budget, tools, sandbox, chat_models)
     opening = opening_of(policy, finished, arun_step, **shared, **_revision_round(start))
-    call = _draft_call(state, ctx, model, conversation, budget, counter, tools, chat_models, start)
+    parts = _drafting_parts(state, ctx, counter, tools, chat_models, start)
+    call = draft_call("replanner", model, conversation, budget, counter, **parts)
     return await adrafted_and_ran(state, config, opening, call)
 
 
@@ -161,29 +163,23 @@ def _revision_round(start: Revising) -> dict[str, Any]:
     }
 
 
-def _draft_call(
+def _drafting_parts(
     state: State,
     ctx: Context,
-    model: BaseChatModel,
-    conversation: Drafting,
-    budget: Budget,
     counter: UsageCounter,
     tools: ToolRegistry,
     chat_models: models.ChatModels,
     start: Revising,
-) -> DraftCall:
-    """Return what the replanner drafts with: its model call, budget, and state update."""
-    return DraftCall(
-        model=model,
-        conversation=conversation,
-        again=partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
-        config=counter.config(models.internal_call("replanner model")),
-        budget=budget,
-        counter=counter,
-        update=partial(revised, state, ctx, tools, start, counter=counter),
-        whole=partial(_whole, ctx=ctx, tools=tools, start=start),
-        by="replanner",
-    )
+) -> dict[str, Any]:
+    """Return the replanner's own parts of its :class:`DraftCall`.
+
+    How to ask again, its update, and which revision may join the streaming round whole.
+    """
+    return {
+        "again": partial(_conversation, state, ctx, tools=tools, chat_models=chat_models),
+        "update": partial(revised, state, ctx, tools, start, counter=counter),
+        "whole": partial(_whole, ctx=ctx, tools=tools, start=start),
+    }
 
 
 def _whole(draft: Draft, *, ctx: Context, tools: ToolRegistry, start: Revising) -> PlanDoc | None:
