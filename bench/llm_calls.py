@@ -147,7 +147,7 @@ def main() -> None:
 
 def planexec_run(plan: dict[str, Any]) -> tuple[int, int]:
     reply = ScriptedReply(tool_calls=[{"name": "Plan", "args": plan}])
-    models.load_chat_model = lambda spec: ScriptedChatModel(replies=[reply])
+    models.load_chat_model = lambda spec, *_: ScriptedChatModel(replies=[reply])
     sandbox = Sandbox.one_folder(workspace(), outputs=tempfile.mkdtemp(prefix="planexec-llm-out-"))
     graph = build_graph(checkpointer=InMemorySaver(), sandbox=sandbox, approval="never")
     ctx = Context(approval="never", planner_model="scripted", max_steps=40)

@@ -57,7 +57,7 @@ def flat_plan(n: int) -> dict[str, Any]:
 
 def use_plan(n: int) -> None:
     reply = ScriptedReply(tool_calls=[{"name": "Plan", "args": flat_plan(n)}])
-    models.load_chat_model = lambda spec: ScriptedChatModel(replies=[reply])
+    models.load_chat_model = lambda spec, *_: ScriptedChatModel(replies=[reply])
 
 
 RUNS = 7

@@ -63,7 +63,7 @@ def use_models(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, Scrip
     """Make model names resolve to given scripted models: use_models(planner=..., executor=...)."""
 
     def install(**by_role: ScriptedChatModel) -> dict[str, ScriptedChatModel]:
-        def load(spec: str) -> Any:
+        def load(spec: str, *_: Any) -> Any:
             role = spec.removeprefix("test:")
             if role not in by_role:
                 raise AssertionError(f"no scripted model for {spec!r}")

@@ -145,7 +145,7 @@ def scenario_outcome(plan: dict[str, Any], tools: Any, mode: str) -> dict[str, A
     os.environ["PLANEXEC_WORKSPACE_ROOT"] = root
     Sandbox.at(Path(root)).workspace_path("ws", None).mkdir(parents=True)
     model = scripted(plan_reply(plan))
-    models.provider_model = lambda spec: model
+    models.provider_model = lambda spec, *_: model
     graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
     context = Context(
         planner_model="test:planner",

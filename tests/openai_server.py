@@ -5,12 +5,19 @@
 tool call arguments in pieces; ``refuses_stream(body)`` true: whole all the same, as servers
 that cannot stream answer). ``Pace`` makes it as slow as a real model: a delay before the
 first token, then a delay per output token (tokens counted with ``count_tokens``).
+
+``behave(body, n)`` (``n``: the request's number, from 0) makes a request misbehave the way real
+providers and serving stacks do (:class:`Behaviour`): cut replies with a finish reason or none,
+streams that stop, hang or only send keep-alive comments, requests never answered, HTTP errors
+with ``Retry-After``, characters split across stream events, repeated tool names, refusals.
 """
 
 from __future__ import annotations
 
 import http.server
 import json
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +30,44 @@ from tests.servers import free_port
 Reply = Callable[[dict[str, Any]], dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class Behaviour:
+    """How one request misbehaves (the default: it does not).
+
+    * ``status``/``error``/``headers``: answer with this HTTP status and OpenAI-style error body
+      (``error``: ``{"message", "type", "code"}``) and headers (e.g. ``Retry-After``);
+    * ``hang``: accept the request, read it, and never answer (until the server stops);
+    * ``cut_after``: stream only this many pieces of the reply, then ``finish_reason`` (None:
+      no finish chunk) and, per ``end``: ``"done"`` (``[DONE]``), ``"close"`` (close the
+      connection, no ``[DONE]``), ``"hang"`` (send nothing more), ``"keepalive"`` (only
+      ``: keep-alive`` comments, every 0.1 s);
+    * ``finish_reason``: the finish reason of a reply (cut or whole; default: stop/tool_calls);
+    * ``split_unicode``: every non-ASCII character of the reply is sent in its own stream
+      events, split: a character outside the BMP as its two UTF-16 halves (``\\ud83d`` then
+      ``\\ude00``, as a server in a UTF-16 language writes them), the others as raw UTF-8 whose
+      bytes are written to the socket in two parts, cut inside the character, a pause between;
+    * ``repeat_name``: every tool-call delta repeats the tool's name (some serving stacks);
+    * ``refusal``: the reply is this refusal (OpenAI's ``refusal`` field), content null;
+    * ``content``: the reply is this text instead of the tool call (e.g. a ``<think>`` block
+      then JSON).
+    """
+
+    status: int = 200
+    error: dict[str, Any] | None = None
+    headers: dict[str, str] | None = None
+    hang: bool = False
+    cut_after: int | None = None
+    finish_reason: str | None = "default"
+    end: str = "done"
+    split_unicode: bool = False
+    repeat_name: bool = False
+    refusal: str | None = None
+    content: str | None = None
+
+
+Behave = Callable[[dict[str, Any], int], Behaviour]
+
+
 def tool_call_message(
     name: str, args: dict[str, Any], separators: tuple[str, str] | None = None
 ) -> dict[str, Any]:
@@ -32,7 +77,7 @@ def tool_call_message(
     writes the JSON without spaces.
     """
     call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}
-    call["function"]["arguments"] = json.dumps(args, separators=separators)
+    call["function"]["arguments"] = json.dumps(args, separators=separators, ensure_ascii=False)
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
@@ -70,19 +115,49 @@ class Usage:
 
 def _text_of(message: dict[str, Any]) -> str:
     calls = message.get("tool_calls") or []
-    return "".join(c["function"]["arguments"] for c in calls) or (message.get("content") or "")
+    text = "".join(c["function"]["arguments"] for c in calls)
+    return text or message.get("content") or message.get("refusal") or ""
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive connections, as real providers (streams: chunked)
+
+    def _chunk(self, data: bytes) -> None:
+        """Write ``data`` as one HTTP/1.1 chunk of a streamed body."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        self.server.requests.append(
-            {"path": self.path, "auth": self.headers.get("authorization"), **body}
-        )
+        with self.server.lock:
+            number = len(self.server.requests)
+            self.server.requests.append(
+                {"path": self.path, "auth": self.headers.get("authorization"), "at": time.time(),
+                 **body}
+            )  # fmt: skip
+        how = self.server.behave(body, number)
+        if how.hang:
+            self.close_connection = True
+            self.server.stopping.wait()
+            return
+        if how.status != 200:
+            data = json.dumps({"error": how.error or {"message": "error", "type": None}}).encode()
+            self.send_response(how.status)
+            for name, value in (how.headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         message = self.server.reply(body)
+        if how.content is not None:
+            message = {"role": "assistant", "content": how.content}
+        if how.refusal is not None:
+            message = {"role": "assistant", "content": None, "refusal": how.refusal}
         pieces = token_pieces(_text_of(message))
+        if how.split_unicode:
+            pieces = _split_unicode(pieces)
         usage = self.server.usage
         completion = usage.completion_tokens
         prompt = usage.prompt_tokens
@@ -94,10 +169,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         }
         counts["total_tokens"] = counts["prompt_tokens"] + counts["completion_tokens"]
         finish = "tool_calls" if message.get("tool_calls") else "stop"
+        if how.finish_reason != "default":
+            finish = how.finish_reason  # type: ignore[assignment]
+        if how.cut_after is not None:
+            pieces = pieces[: how.cut_after]
         base = {"id": "cmpl-1", "created": 0, "model": body["model"]}
         pace, started = self.server.pace, time.monotonic()
         if not body.get("stream") or self.server.refuses_stream(body):
             time.sleep(pace.first_token + pace.per_token * len(pieces))
+            if how.cut_after is not None:
+                message = _cut_message(message, "".join(pieces))
             choice = {"index": 0, "message": message, "finish_reason": finish}
             reply = {**base, "object": "chat.completion", "choices": [choice], "usage": counts}
             data = json.dumps(reply).encode()
@@ -109,12 +190,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
         self.end_headers()
 
         def send(delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> None:
             choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
             chunk = {**base, "object": "chat.completion.chunk", "choices": [choice], **extra}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            data = f"data: {json.dumps(chunk)}\n\n".encode()
+            if how.split_unicode:  # raw UTF-8, written in two parts inside a character
+                text = json.dumps(chunk, ensure_ascii=False)  # a lone half: written \\udXXX
+                data = f"data: {text}\n\n".encode("utf-8", "backslashreplace")
+                wide = next((i for i, b in enumerate(data) if b >= 0x80), len(data) // 2)
+                half = wide + 1
+                self._chunk(data[:half])
+                self.wfile.flush()
+                time.sleep(0.002)
+                data = data[half:]
+            self._chunk(data)
             self.wfile.flush()
 
         calls = message.get("tool_calls") or []
@@ -125,35 +217,104 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 {"index": 0, "id": call["id"], "type": "function",
                  "function": {"name": call["function"]["name"], "arguments": ""}}
             ]  # fmt: skip
+        if message.get("refusal") is not None:
+            head = {"role": "assistant", "content": None, "refusal": ""}
         send(head)
+        name = calls[0]["function"]["name"] if calls else None
         for i, piece in enumerate(pieces):
             due = started + pace.first_token + pace.per_token * (i + 1)
             time.sleep(max(0.0, due - time.monotonic()))
             if calls:
-                send({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+                function: dict[str, Any] = {"arguments": piece}
+                if how.repeat_name:
+                    function["name"] = name
+                send({"tool_calls": [{"index": 0, "function": function}]})
+            elif message.get("refusal") is not None:
+                send({"refusal": piece})
             else:
                 send({"content": piece})
-        send({}, finish)
+        if how.cut_after is not None and how.end != "done":
+            self._end_cut(how.end)
+            return
+        if finish is not None:
+            send({}, finish)
         if (body.get("stream_options") or {}).get("include_usage"):
             chunk = {**base, "object": "chat.completion.chunk", "choices": [], "usage": counts}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+            self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        self._chunk(b"data: [DONE]\n\n")
+        self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
+
+    def _end_cut(self, end: str) -> None:
+        """End a cut stream without its end: the body just ends, hang, or keep-alive comments."""
+        if end == "close":  # the body ends cleanly, with no finish reason and no [DONE]
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
+        self.close_connection = True
+        while not self.server.stopping.wait(0.1):
+            if end == "keepalive":
+                try:
+                    self._chunk(b": keep-alive\n\n")
+                    self.wfile.flush()
+                except OSError:  # the client gave up
+                    return
 
     def log_message(self, *args: object) -> None:
         pass
 
 
+def _split_unicode(pieces: list[str]) -> list[str]:
+    """Split the pieces so that every non-ASCII character stands alone, halved where it can be.
+
+    A character outside the BMP becomes its two UTF-16 halves (lone surrogates: ``json.dumps``
+    writes them as ``\\ud83d`` and ``\\ude00`` in two events, as servers in UTF-16 languages do).
+    """
+    out: list[str] = []
+    for piece in pieces:
+        for part in re.split(r"([^\x00-\x7f])", piece):
+            if not part:
+                continue
+            if len(part) == 1 and ord(part) > 0xFFFF:
+                halves = part.encode("utf-16-le", "surrogatepass")
+                out += [halves[:2].decode("utf-16-le", "surrogatepass"),
+                        halves[2:].decode("utf-16-le", "surrogatepass")]  # fmt: skip
+            else:
+                out.append(part)
+    return out
+
+
+def _cut_message(message: dict[str, Any], text: str) -> dict[str, Any]:
+    """The message as far as ``text`` goes (a whole, not streamed, reply that was cut)."""
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return {**message, "content": text}
+    call = {**calls[0], "function": {**calls[0]["function"], "arguments": text}}
+    return {**message, "tool_calls": [call]}
+
+
 class _Server(http.server.ThreadingHTTPServer):
     daemon_threads = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that drops a connection (a cancelled call, a closed pool) is no error."""
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
+
     def __init__(
-        self, reply: Reply, pace: Pace, usage: Usage, refuses_stream: Callable[..., bool]
+        self,
+        reply: Reply,
+        pace: Pace,
+        usage: Usage,
+        refuses_stream: Callable[..., bool],
+        behave: Behave,
     ) -> None:
         super().__init__(("127.0.0.1", free_port()), _Handler)
         self.reply, self.pace, self.usage = reply, pace, usage
-        self.refuses_stream = refuses_stream
+        self.refuses_stream, self.behave = refuses_stream, behave
         self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()  # hung requests end when the server stops
 
 
 @contextmanager
@@ -162,12 +323,14 @@ def serve(
     pace: Pace = Pace(),
     usage: Usage = Usage(),
     refuses_stream: Callable[[dict[str, Any]], bool] = lambda body: False,
+    behave: Behave = lambda body, n: Behaviour(),
 ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """Serve on a free loopback port; yield its base URL (``.../v1``) and the requests seen."""
-    server = _Server(reply, pace, usage, refuses_stream)
+    server = _Server(reply, pace, usage, refuses_stream, behave)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1", server.requests
     finally:
+        server.stopping.set()
         server.shutdown()
         server.server_close()

@@ -14,7 +14,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Literal, get_type_hints
+from typing import Annotated, Any, Literal, cast, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -26,6 +26,7 @@ from pydantic import (
     StrictStr,
     ValidationError,
     create_model,
+    with_config,
 )
 from pydantic import BaseModel as _BaseModel
 from typing_extensions import TypedDict
@@ -64,6 +65,35 @@ class Price(TypedDict):
 
 Model = Annotated[Text, {"__template_metadata__": {"kind": "llm"}}]
 """A model spec, marked as a model the way LangGraph's templates mark theirs for Studio."""
+
+Limit = Annotated[StrictFloat, Field(gt=0, le=86_400, allow_inf_nan=False)]
+
+
+@with_config(ConfigDict(extra="forbid"))
+class ModelTimeouts(TypedDict, total=False):
+    """A role's model call limits in seconds; a limit left out takes its default.
+
+    ``connect``: to open a connection (clients that take it: OpenAI-compatible ones);
+    ``idle``: the longest wait for the next part of a streamed reply (keep-alive comments do
+    not count), and the client's read timeout; ``total``: the whole call, retries included.
+    """
+
+    connect: Limit
+    idle: Limit
+    total: Limit
+
+
+DEFAULT_TIMEOUTS: ModelTimeouts = {"connect": 10.0, "idle": 120.0, "total": 300.0}
+"""Model call limits unless a run or ``$PLANEXEC_MODEL_<LIMIT>_TIMEOUT`` says otherwise."""
+
+Timeouts = Annotated[ModelTimeouts, Field(json_schema_extra={"default": dict(DEFAULT_TIMEOUTS)})]
+"""A role's limits, their built-in defaults shown in Studio's form."""
+
+_TIMEOUTS_HELP = (
+    "Seconds a {role} model call may take: connect (opening a connection), idle (waiting for "
+    "the next part of a streamed reply), total (the whole call, retries included). Left out: "
+    "$PLANEXEC_MODEL_CONNECT_TIMEOUT / _IDLE_ / _TOTAL_, else 10 / 120 / 300."
+)
 
 
 @dataclass(kw_only=True)
@@ -191,6 +221,18 @@ class Context:
         default=4096,
         metadata={"description": "Bytes of a step output kept in state; larger go to a file."},
     )
+    planner_timeouts: Timeouts = field(
+        default_factory=lambda: ModelTimeouts(),
+        metadata={"description": _TIMEOUTS_HELP.format(role="planner (and replanner)")},
+    )
+    executor_timeouts: Timeouts = field(
+        default_factory=lambda: ModelTimeouts(),
+        metadata={"description": _TIMEOUTS_HELP.format(role="executor")},
+    )
+    evaluator_timeouts: Timeouts = field(
+        default_factory=lambda: ModelTimeouts(),
+        metadata={"description": _TIMEOUTS_HELP.format(role="judge (evaluator)")},
+    )
 
     def __post_init__(self) -> None:
         """Take model defaults from the environment; refuse wrong values now (before a run)."""
@@ -200,6 +242,12 @@ class Context:
         if self.plan_memory is None:
             setting = os.environ.get("PLANEXEC_PLAN_MEMORY", "on").strip().lower()
             self.plan_memory = setting not in {"off", "0", "false", "no"}
+        check_context(self)  # the limits given, before they are merged with the defaults
+        defaults = _default_timeouts()
+        for name in ("planner_timeouts", "executor_timeouts", "evaluator_timeouts"):
+            given = getattr(self, name)  # a built-in default sent back (Studio's form) is unset
+            kept = {k: v for k, v in given.items() if v != DEFAULT_TIMEOUTS.get(k)}
+            setattr(self, name, {**defaults, **kept})
         check_context(self)
         if self.max_cost is not None:
             from planexec.budget import unpriced_models
@@ -210,6 +258,21 @@ class Context:
                     f"invalid context: max_cost: no price for {', '.join(unpriced)}: add it to "
                     'model_prices (USD per million tokens, {"input": ..., "output": ...})'
                 )
+
+
+def _default_timeouts() -> ModelTimeouts:
+    """Return the model call limits a run gets where it sets none (environment, else built-in)."""
+    limits = dict(DEFAULT_TIMEOUTS)
+    for name in limits:
+        setting = os.environ.get(f"PLANEXEC_MODEL_{name.upper()}_TIMEOUT", "").strip()
+        if setting:
+            try:
+                limits[name] = float(setting)
+            except ValueError:
+                raise InvalidContextError(
+                    f"PLANEXEC_MODEL_{name.upper()}_TIMEOUT={setting!r} is not a number of seconds"
+                ) from None
+    return cast(ModelTimeouts, limits)
 
 
 @cache

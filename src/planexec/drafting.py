@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, cast
@@ -19,6 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.json import parse_json_markdown
 
 from planexec import prompts
+from planexec.errors import IncompleteReplyError
 from planexec.plan import Plan, PlanValidationError, validate_plan
 from planexec.plan_format import CompactPlan
 from planexec.planpreview import PlanPreview, StepsSeen
@@ -35,18 +37,31 @@ class Draft:
     attempts: int = 0
 
 
-def plan_data(reply: BaseMessage) -> tuple[Any, str | None]:
+Reply = BaseMessage | IncompleteReplyError
+"""What a drafting conversation is sent: the model's reply, or why it did not end normally."""
+
+_THINKING = re.compile(r"^\s*<(think|thinking|reasoning)>.*?</\1>", re.DOTALL | re.IGNORECASE)
+
+
+def plan_data(reply: Reply) -> tuple[Any, str | None]:
     """Extract the plan JSON from a model reply: the Plan tool call, or JSON text.
 
     Returns ``(data, None)``, or ``(None, problem)`` when the reply holds no readable plan.
-    JSON text may be fenced as Markdown (```json … ```).
+    JSON text may be fenced as Markdown (```json … ```) and follow a ``<think>`` block; text
+    blocks of a list content are read in order. A reply that did not end normally (cut off,
+    filtered, refused: :mod:`planexec.modelcalls`) holds no plan, whatever it holds.
     """
+    if isinstance(reply, IncompleteReplyError):
+        return None, (
+            f"{reply} (the plan was not read: write the whole plan again"
+            + (", shorter: use the compact form)" if reply.reason in CUT_SHORT else ")")
+        )
     for call in getattr(reply, "tool_calls", None) or []:
         if call["name"] == "Plan":
             return call["args"], None
     for bad in getattr(reply, "invalid_tool_calls", None) or []:
         return None, f"the Plan tool call's arguments are not valid JSON: {bad.get('error')}"
-    text = reply.content if isinstance(reply.content, str) else ""
+    text = _THINKING.sub("", reply_text(reply), count=1)
     if text.strip():
         try:  # json.loads, not the default partial parser: a cut-off plan is not a plan
             return parse_json_markdown(text, parser=json.loads), None
@@ -55,7 +70,21 @@ def plan_data(reply: BaseMessage) -> tuple[Any, str | None]:
     return None, "the reply contained no plan: call the Plan tool"
 
 
-Drafting = Generator[list[BaseMessage], BaseMessage, Draft]
+def reply_text(reply: BaseMessage) -> str:
+    """Return a reply's text: its content, or the text blocks of a list content, joined."""
+    if isinstance(reply.content, str):
+        return reply.content
+    return "".join(
+        str(b.get("text") or "")
+        for b in reply.content
+        if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+CUT_SHORT = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+
+
+Drafting = Generator[list[BaseMessage], Reply, Draft]
 """A drafting conversation without I/O: yields the messages to send, is sent each reply."""
 
 
@@ -120,8 +149,12 @@ def draft_plan(
     try:
         messages = next(conversation)
         for attempt in itertools.count(1):
+            reply: Reply
             with PlanPreview(by, attempt, on_step if attempt == 1 else None):
-                reply = bound.invoke(messages, config)
+                try:
+                    reply = bound.invoke(messages, config)
+                except IncompleteReplyError as exc:  # a cut or refused reply: asked again
+                    reply = exc
             messages = conversation.send(reply)
     except StopIteration as done:
         return cast(Draft, done.value)
@@ -141,8 +174,12 @@ async def adraft_plan(
     try:
         messages = next(conversation)
         for attempt in itertools.count(1):
+            reply: Reply
             with PlanPreview(by, attempt, on_step if attempt == 1 else None):
-                reply = await bound.ainvoke(messages, config)
+                try:
+                    reply = await bound.ainvoke(messages, config)
+                except IncompleteReplyError as exc:  # a cut or refused reply: asked again
+                    reply = exc
             messages = conversation.send(reply)
     except StopIteration as done:
         return cast(Draft, done.value)

@@ -54,8 +54,48 @@ class PlanNotApprovedError(PlanexecError):
     """
 
 
+class ModelCallError(PlanexecError):
+    """A model call failed; the message says how, in the provider's words where it gave some.
+
+    ``transient`` says whether the same call may pass if made again: the model layer
+    (:mod:`planexec.modelcalls`) has already retried what it could within the call's deadline,
+    so only a call cut off after part of its reply was shown to a watcher is transient.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        """Keep the message and whether a new call may pass."""
+        super().__init__(message)
+        self.transient = transient
+
+
+class ModelTimeoutError(ModelCallError):
+    """A model call passed one of its time limits (connect, idle or total; ``Context``)."""
+
+
+class ProviderError(ModelCallError):
+    """The provider failed the call for good; the message gives its status, code and words.
+
+    A bad request, a spent quota, a refused key, rate limits past the deadline, or a connection
+    that failed on every try.
+    """
+
+
+class IncompleteReplyError(ModelCallError):
+    """A reply that did not end normally: cut at a token limit, filtered, refused, or cut off.
+
+    ``reason`` says what happened in the provider's words (its finish reason, its refusal).
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        """Keep the message and the provider's reason."""
+        super().__init__(message)
+        self.reason = reason
+
+
 def is_transient(exc: BaseException) -> bool:
     """Say whether ``exc`` may pass if the same call is made again later."""
+    if isinstance(exc, ModelCallError):
+        return exc.transient
     if isinstance(exc, TransientToolError | TimeoutError | ConnectionError):
         return True
     # HTTP clients tools and models use; a library that is not imported raised nothing

@@ -2,7 +2,9 @@
 
 Cheap checks need no model (:func:`cheap_problem`): a result must not be empty, and the files
 its tool declares in its output must exist. The optional LLM judge (:func:`judge`) sees every
-newly finished step of a round in one call and answers with structured :class:`Verdicts`.
+newly finished step of a round in one call and answers with structured :class:`Verdicts`. A
+judge's reply that is not verdicts, or did not end normally (cut off, filtered, refused), gives
+none: the results stand on the cheap checks, and the evaluation's reason says why.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from planexec import prompts
-from planexec.errors import WorkspaceError
+from planexec.errors import IncompleteReplyError, WorkspaceError
 from planexec.outputs import summarize
 from planexec.secrets import redact
 from planexec.state import StepDoc
@@ -125,7 +127,11 @@ def judge(
 ) -> Judgement:
     """Ask the judge, in one call (sync API), whether each output fits what its step expected."""
     structured = model.with_structured_output(Verdicts, include_raw=True)
-    return judgement_of(structured.invoke(judge_messages(steps, outputs), config), outputs)
+    try:
+        reply = structured.invoke(judge_messages(steps, outputs), config)
+    except IncompleteReplyError as exc:
+        return Judgement(verdicts={}, note=f"{exc}; results accepted on cheap checks")
+    return judgement_of(reply, outputs)
 
 
 async def ajudge(
@@ -136,5 +142,8 @@ async def ajudge(
 ) -> Judgement:
     """Ask the judge, in one call (async API), whether each output fits what its step expected."""
     structured = model.with_structured_output(Verdicts, include_raw=True)
-    reply = await structured.ainvoke(judge_messages(steps, outputs), config)
+    try:
+        reply = await structured.ainvoke(judge_messages(steps, outputs), config)
+    except IncompleteReplyError as exc:
+        return Judgement(verdicts={}, note=f"{exc}; results accepted on cheap checks")
     return judgement_of(reply, outputs)

@@ -12,6 +12,7 @@ that makes the provider's model.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from functools import lru_cache
@@ -23,7 +24,9 @@ from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.config import merge_configs
 from langgraph.constants import TAG_NOSTREAM
 
+from planexec.context import DEFAULT_TIMEOUTS, Context
 from planexec.errors import ConfigurationError
+from planexec.modelcalls import Limits
 from planexec.scrubbed import ScrubbedChatModel
 
 MISSING_KEY = (
@@ -71,26 +74,42 @@ class ChatModels:
                 )
         self._pinned = {role: ScrubbedChatModel.around(m) for role, m in given.items()}
 
-    def for_role(self, role: Role, spec: str) -> BaseChatModel:
-        """Return the role's model: the pinned instance, else the one ``spec`` names."""
+    def for_role(self, role: Role, context: Context) -> BaseChatModel:
+        """Return the role's model for a run: the pinned instance, else the one it names.
+
+        Either way its calls keep the run's time limits for that role
+        (``context.<role>_timeouts``, see :mod:`planexec.modelcalls`).
+        """
+        limits = limits_of(context, role)
         pinned = self._pinned.get(role)
-        return pinned if pinned is not None else load_chat_model(spec)
+        if pinned is not None:
+            return ScrubbedChatModel.around(pinned, limits, role)
+        return load_chat_model(getattr(context, f"{role}_model"), limits, role)
 
 
-def load_chat_model(spec: str) -> BaseChatModel:
+def limits_of(context: Context, role: Role) -> Limits:
+    """Return a role's model call limits in a run (``context.<role>_timeouts``, complete)."""
+    given = getattr(context, f"{role}_timeouts")
+    return Limits(**{**DEFAULT_TIMEOUTS, **given})
+
+
+def load_chat_model(spec: str, limits: Limits | None = None, role: str = "model") -> BaseChatModel:
     """Return the chat model named by ``spec``, as planexec uses it: scrubbed of secrets.
 
     What callbacks, traces and streams see of its calls (prompts, replies, tool-call
-    arguments, errors) holds ``[redacted]`` where a secret was.
+    arguments, errors) holds ``[redacted]`` where a secret was. Its calls keep ``limits``
+    (default: :class:`planexec.modelcalls.Limits`'s); ``role`` names it in errors.
     """
-    return ScrubbedChatModel.around(provider_model(spec))
+    limits = limits or Limits()
+    return ScrubbedChatModel.around(provider_model(spec, limits), limits, role)
 
 
-def provider_model(spec: str) -> BaseChatModel:
+def provider_model(spec: str, limits: Limits | None = None) -> BaseChatModel:
     """Return the provider's model named by ``spec`` (``provider:model``, openai by default).
 
-    Raise :class:`ConfigurationError` in one line for a missing OpenAI key, an unknown
-    provider, or a provider whose package is not installed.
+    Its client gets ``limits``' connect and idle (read) timeouts where it takes them
+    (OpenAI-compatible clients). Raise :class:`ConfigurationError` in one line for a missing
+    OpenAI key, an unknown provider, or a provider whose package is not installed.
     """
     provider, sep, name = spec.strip().partition(":")
     if not sep:
@@ -105,22 +124,35 @@ def provider_model(spec: str) -> BaseChatModel:
     if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
         raise ConfigurationError(MISSING_KEY)
     base_url = os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
-    return _initialised(provider, name, base_url)
+    limits = limits or Limits()
+    return _initialised(provider, name, base_url, limits.connect, limits.idle)
 
 
-# Providers whose clients retry by themselves: planexec's RetryPolicy is the one retry layer
-# (planexec.errors), so their clients make one request per call (a call costs at most
-# MODEL_RETRY.max_attempts requests, not 3 x 3).
+# Providers whose clients retry by themselves: planexec.modelcalls is the one retry layer of
+# provider errors (it honours Retry-After within the call's deadline), so their clients make
+# one request per try.
 CLIENT_RETRIES = frozenset({"openai", "azure_openai", "anthropic", "groq", "deepseek", "xai"})
 
 
+# Providers whose clients take an openai.Timeout (connect, read): planexec's own deadlines
+# (planexec.modelcalls) hold for every provider; these also stop a silent connection early.
+CLIENT_TIMEOUTS = frozenset({"openai", "azure_openai", "deepseek", "xai"})
+
+
 @lru_cache(maxsize=32)
-def _initialised(provider: str, name: str, base_url: str | None) -> BaseChatModel:
+def _initialised(
+    provider: str, name: str, base_url: str | None, connect: float, idle: float
+) -> BaseChatModel:
     from langchain.chat_models import init_chat_model
 
     options: dict[str, Any] = {"max_retries": 0} if provider in CLIENT_RETRIES else {}
     if provider == "openai":  # token counts of streamed replies (plans stream as written)
         options["stream_usage"] = True
+    if provider in CLIENT_TIMEOUTS:
+        with contextlib.suppress(ImportError):  # without the package, init_chat_model says so
+            import openai
+
+            options["timeout"] = openai.Timeout(idle, connect=connect)
     if base_url:
         options["base_url"] = base_url
     try:

@@ -44,6 +44,10 @@ OnFailure = Literal["replan", "skip", "ask"] | RetryOnFailure
 """What a step's failure leads to (see :attr:`Step.on_failure`)."""
 
 
+LEFT_OUT_WHEN_NULL = frozenset({"tools", "args", "description", "depends_on", "expected_output"})
+"""Optional step fields whose ``null`` means left out (``tool: null`` means the executor model)."""
+
+
 class Step(BaseModel):
     """One step of a plan: a single tool call, or a task for the executor model."""
 
@@ -85,6 +89,14 @@ class Step(BaseModel):
         '"ask" (a human decides: retry, skip, replan or cancel), or {"retry": N} (N more '
         "attempts, 1-5, whatever the error).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_left_out(cls, data: Any) -> Any:
+        """Read ``null`` for an optional field as the field left out (models write both)."""
+        if isinstance(data, dict) and any(data.get(k, 0) is None for k in LEFT_OUT_WHEN_NULL):
+            return {k: v for k, v in data.items() if not (v is None and k in LEFT_OUT_WHEN_NULL)}
+        return data
 
     @model_validator(mode="after")
     def _referenced_steps_are_dependencies(self) -> Step:

@@ -19,7 +19,7 @@ from langgraph.config import get_stream_writer
 
 from planexec.replystream import watching
 from planexec.secrets import redact, secret_values
-from planexec.storable import UnstorableValueError, text_size, to_storable
+from planexec.storable import UnstorableValueError, clean_text, text_size, to_storable
 
 MAX_PREVIEW_CHARS = 20_000
 """A step whose text is longer is not previewed (the approval still shows it)."""
@@ -104,7 +104,9 @@ class PlanPreview:
         added = self.plan_text(reply)
         try:
             if added:  # ijson takes an empty send for the end of the input
-                self.parser.send(added.encode("utf-8", errors="replace"))
+                # whole characters (the model layer joins split ones); a lone surrogate the
+                # model sent becomes U+FFFD, as the plan's own text does (to_storable)
+                self.parser.send(clean_text(added).encode("utf-8"))
         except (ijson.JSONError, ValueError, RecursionError, StopIteration):
             self.write = None  # not a plan in plain JSON: the approval shows what it was
         seen: list[tuple[int, dict[str, Any] | None]] = []

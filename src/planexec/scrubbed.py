@@ -36,9 +36,11 @@ from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from pydantic import ConfigDict
 
+from planexec import modelcalls
 from planexec.budget import check_spending
+from planexec.modelcalls import Limits, Request
 from planexec.quiet import quiet, scrub_exception
-from planexec.replystream import PartialReply, astream_reply, current_watcher, stream_reply
+from planexec.replystream import current_watcher
 from planexec.secrets import redact, secret_values
 
 
@@ -51,13 +53,23 @@ class ScrubbedChatModel(BaseChatModel):
     """
 
     inner: Runnable[LanguageModelInput, BaseMessage]
+    limits: Limits = Limits()
+    """The time limits of each call (:mod:`planexec.modelcalls`)."""
+    role: str = "model"
+    """Whose model this is (planner, executor, evaluator), as errors name it."""
     disable_streaming: bool = True
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     @classmethod
-    def around(cls, model: BaseChatModel) -> ScrubbedChatModel:
-        """Wrap ``model`` (a model that is already wrapped is returned as it is)."""
-        return model if isinstance(model, ScrubbedChatModel) else cls(inner=model)
+    def around(
+        cls, model: BaseChatModel, limits: Limits | None = None, role: str | None = None
+    ) -> ScrubbedChatModel:
+        """Wrap ``model`` (a wrapped one is unwrapped first), with a role's limits if given."""
+        if isinstance(model, ScrubbedChatModel):
+            if limits is None and role is None:
+                return model
+            return cls(inner=model.inner, limits=limits or model.limits, role=role or model.role)
+        return cls(inner=model, limits=limits or Limits(), role=role or "model")
 
     @property
     def _llm_type(self) -> str:
@@ -100,7 +112,9 @@ class ScrubbedChatModel(BaseChatModel):
             raise TypeError("bind_tools needs a ScrubbedChatModel around a chat model")
         if tool_choice is not None:
             kwargs["tool_choice"] = tool_choice
-        return ScrubbedChatModel(inner=base.bind_tools(tools, **kwargs))
+        return ScrubbedChatModel(
+            inner=base.bind_tools(tools, **kwargs), limits=self.limits, role=self.role
+        )
 
     def generate(self, messages: list[list[BaseMessage]], *args: Any, **kwargs: Any) -> LLMResult:
         """Scrub the prompts, then generate (callbacks see the scrubbed prompts).
@@ -118,6 +132,20 @@ class ScrubbedChatModel(BaseChatModel):
         check_spending()
         return await super().agenerate([redact(m) for m in messages], *args, **kwargs)
 
+    def _request(
+        self, messages: list[BaseMessage], stop: list[str] | None, kwargs: dict[str, Any]
+    ) -> Request:
+        """Return the real call: to the wrapped model, within the role's limits, maybe watched.
+
+        A watcher (:func:`planexec.replystream.watching`) runs in the caller's graph task (its
+        context), and gets the reply streamed; without one the reply is asked for whole.
+        """
+        if stop is not None:
+            kwargs["stop"] = stop
+        watcher, caller = current_watcher(), copy_context()
+        watch = None if watcher is None else (lambda m: caller.run(watcher, m))
+        return Request(self.inner, self._base(), messages, kwargs, self.limits, self.role, watch)
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -126,21 +154,13 @@ class ScrubbedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         secrets = secret_values()
-        if stop is not None:
-            kwargs["stop"] = stop
+        request = self._request(messages, stop, kwargs)
         # A provider model's bound tools (a RunnableBinding) merge the caller's config back
         # in, callbacks included: run the raw call outside of any parent config.
-        caller = copy_context()  # the watcher streams from the caller's graph task
         token = var_child_runnable_config.set(None)
         try:
             with quiet():
-                watcher = current_watcher()
-                if watcher is None:
-                    reply = self.inner.invoke(messages, {"callbacks": []}, **kwargs)
-                else:
-                    reply = stream_reply(
-                        self.inner, self._base(), messages, kwargs, lambda m: caller.run(watcher, m)
-                    )
+                reply = modelcalls.call(request)
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise
@@ -156,20 +176,11 @@ class ScrubbedChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         secrets = secret_values()
-        if stop is not None:
-            kwargs["stop"] = stop
-        # A provider model's bound tools (a RunnableBinding) merge the caller's config back
-        # in, callbacks included: run the raw call outside of any parent config.
-        caller = copy_context()  # the watcher streams from the caller's graph task
+        request = self._request(messages, stop, kwargs)
         token = var_child_runnable_config.set(None)
         try:
             with quiet():
-                watcher = current_watcher()
-                if watcher is None:
-                    reply = await self.inner.ainvoke(messages, {"callbacks": []}, **kwargs)
-                else:
-                    watch: PartialReply = lambda m: caller.run(watcher, m)  # noqa: E731
-                    reply = await astream_reply(self.inner, self._base(), messages, kwargs, watch)
+                reply = await modelcalls.acall(request)
         except Exception as exc:
             scrub_exception(exc, secrets)
             raise

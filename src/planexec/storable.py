@@ -69,8 +69,8 @@ class UnstorableValueError(PlanexecError, ValueError):
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clean_text(text: str) -> str:
-    """Replace each NUL and each lone surrogate by one U+FFFD."""
+def clean_text(text: str) -> str:
+    """Replace each NUL and each lone surrogate by one U+FFFD (as stored text has them)."""
     if "\x00" in text:
         text = text.replace("\x00", REPLACEMENT)
     try:
@@ -116,10 +116,10 @@ def _convert(value: Any, path: _Path, depth: int) -> Any:  # one table
         )
     kind = type(value)
     if kind is str:  # the common JSON types first, by exact type (subclasses go below)
-        return _clean_text(value)
+        return clean_text(value)
     if kind is dict:
         return {
-            _clean_text(k) if type(k) is str else _clean_text(str(k)): _convert(
+            clean_text(k) if type(k) is str else clean_text(str(k)): _convert(
                 v, (path, str(k)), depth + 1
             )
             for k, v in value.items()
@@ -135,7 +135,7 @@ def _convert(value: Any, path: _Path, depth: int) -> Any:  # one table
     if kind.__name__ in _MISSING:  # before datetime: pandas' NaT is a datetime
         return None
     if isinstance(value, str):
-        return _clean_text(str(value))
+        return clean_text(str(value))
     if isinstance(value, int):
         number = int(value)
         return number if INT_MIN <= number <= INT_MAX else _int_text(number, path)
@@ -151,20 +151,20 @@ def _convert(value: Any, path: _Path, depth: int) -> Any:  # one table
     if isinstance(value, bytes | bytearray | memoryview):
         raw = bytes(value)
         try:
-            return _clean_text(raw.decode("utf-8"))
+            return clean_text(raw.decode("utf-8"))
         except UnicodeDecodeError:
             return base64.b64encode(raw).decode("ascii")
     if isinstance(value, enum.Enum):
         return _convert(value.value, path, depth + 1)
     if isinstance(value, PurePath):
-        return _clean_text(str(value))
+        return clean_text(str(value))
     if isinstance(value, BaseModel):
         return _convert(value.model_dump(mode="python"), path, depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _convert(dataclasses.asdict(value), path, depth + 1)
     if isinstance(value, Mapping):
         return {
-            _clean_text(str(k)): _convert(v, (path, str(k)), depth + 1) for k, v in value.items()
+            clean_text(str(k)): _convert(v, (path, str(k)), depth + 1) for k, v in value.items()
         }
     if isinstance(value, set | frozenset):
         items = list(value)
@@ -199,7 +199,7 @@ def storable_text(text: str, limit: int = 4000) -> str:
 
     Messages quote tools and models; they are text that reaches state, so they follow the rule.
     """
-    clean = _clean_text(str(text))
+    clean = clean_text(str(text))
     return clean if len(clean) <= limit else clean[: limit - 1] + "…"
 
 

@@ -1,8 +1,9 @@
 """Hostile differential tests: the same scripted scenario run sync (invoke) and async (ainvoke).
 
 Each scenario runs twice with fresh probe models: what the run leaves (state, usage, errors,
-which model API was called) must be the same but for the API, and an async run must never
-call a model's sync API (nor block the event loop with one).
+which model API was called) must be the same, and no run may call a model's sync API on an
+event loop (blocking it): every model call of either kind of run goes through the model's
+async API on planexec's model loop (:mod:`planexec.modelcalls`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
@@ -24,6 +26,7 @@ from langgraph.types import Command, RetryPolicy
 from pydantic import BaseModel, PrivateAttr
 
 from planexec import graph as graph_module
+from planexec import modelcalls
 from planexec.graph import build_graph
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
@@ -117,9 +120,10 @@ Models = Callable[[], dict[str, Probe]]
 
 
 def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Model nodes retry after 10 ms instead of seconds (same attempts, same rule)."""
+    """Model calls and nodes retry after 10 ms instead of seconds (same attempts, same rule)."""
     quick = RetryPolicy(max_attempts=3, initial_interval=0.01, retry_on=graph_module.is_transient)
     monkeypatch.setattr(graph_module, "MODEL_RETRY", quick)
+    monkeypatch.setattr(modelcalls, "FIRST_BACKOFF", 0.01)
 
 
 RUN_DEPENDENT = ("started_at", "ended_at", "elapsed", "task_message", "at", "busy_seconds")
@@ -174,11 +178,11 @@ def outcome(
 
 
 def differential(make: Models, use_models: Any, context: Any, payloads: list[Any]) -> dict:
-    """Run sync then async; assert they agree but for the API; return the sync outcome."""
+    """Run sync then async; assert they agree; return the sync outcome."""
     sync = outcome("sync", make, use_models, context, payloads)
     asy = outcome("async", make, use_models, context, payloads)
     for role, calls in sync["api"].items():
-        assert set(calls) <= {"sync"}, (role, calls)
+        assert set(calls) <= {"async"}, (role, calls)  # on the model loop, whatever called
         assert set(asy["api"][role]) <= {"async"}, (role, asy["api"][role])
         assert len(calls) == len(asy["api"][role]), (role, calls, asy["api"][role])
     for key in ("values", "next", "error", "prompts"):
@@ -267,8 +271,9 @@ def test_transient_model_errors_are_retried_the_same(use_models, ctx, monkeypatc
 
     out = differential(make, use_models, ctx(llm_judge=True), [TASK])
     assert len(out["api"][role]) == count + (count < 3)
-    if count == 3:
-        assert out["error"] is not None and out["error"][0] == "RateLimitError", out["error"]
+    if count == 3:  # the model layer's three tries, then the provider's words
+        assert out["error"] is not None and out["error"][0] == "ProviderError", out["error"]
+        assert "HTTP 429" in out["error"][1] and "slow down (after 3 tries)" in out["error"][1]
     else:
         assert out["values"]["final"]["status"] == "succeeded", out["values"]
 
@@ -287,7 +292,8 @@ def test_non_transient_model_errors_fail_the_same(use_models, ctx, monkeypatch, 
         return models
 
     out = differential(make, use_models, ctx(llm_judge=True), [TASK])
-    assert out["error"] == ("AuthenticationError", "bad key"), out["error"]
+    assert out["error"] is not None and out["error"][0] == "ProviderError", out["error"]
+    assert "(HTTP 401): bad key (it cannot pass by asking again)" in out["error"][1]
     assert len(out["api"][role]) == 1
 
 
@@ -418,9 +424,12 @@ def test_streams_hold_no_internal_call_and_no_secret(use_models, ctx, monkeypatc
 
 
 class Gated(Probe):
-    """A probe whose first async call waits (until cancelled) once it has been entered."""
+    """A probe whose first async call waits (until cancelled) once it has been entered.
 
-    _entered: asyncio.Event | None = PrivateAttr(default=None)
+    ``_entered`` is a thread's event: the call runs on planexec's model loop, not the test's.
+    """
+
+    _entered: threading.Event | None = PrivateAttr(default=None)
 
     async def _agenerate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
         if self._entered is not None and not self._entered.is_set():
@@ -464,11 +473,11 @@ def test_cancelled_async_planner_resumes_sync_then_async(use_models, ctx, tmp_pa
     with savers(store, tmp_path, request) as (sync_saver, async_saver):
 
         async def start() -> None:
-            planner._entered = asyncio.Event()
+            planner._entered = entered = threading.Event()
             async with async_saver() as saver:
                 graph = build_graph(checkpointer=saver, tools=TOOLS)
                 run = asyncio.create_task(graph.ainvoke(TASK, config, context=context))
-                await planner._entered.wait()
+                assert await asyncio.to_thread(entered.wait, 30)
                 run.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await run
@@ -481,7 +490,7 @@ def test_cancelled_async_planner_resumes_sync_then_async(use_models, ctx, tmp_pa
             assert state.next == ("planner",), state
             out = graph.invoke(None, config, context=context)  # the planner again, sync
             assert "__interrupt__" in out, out
-            assert planner._api == ["async", "sync"]
+            assert planner._api == ["async", "async"]  # sync runs call it on the model loop
 
         async def approve() -> dict[str, Any]:
             async with async_saver() as saver:
@@ -491,7 +500,7 @@ def test_cancelled_async_planner_resumes_sync_then_async(use_models, ctx, tmp_pa
                 )
 
         out = asyncio.run(approve())
-        assert planner._api == ["async", "sync", "async"]  # the replanner, async
+        assert planner._api == ["async", "async", "async"]  # the replanner
         assert out["final"]["status"] == "succeeded", out["final"]
         with sync_saver() as saver:
             values = build_graph(checkpointer=saver, tools=TOOLS).get_state(config).values

@@ -124,7 +124,9 @@ def graph_with(chat: dict[str, TwoFacedModel]) -> Any:
 CONTEXT = {"llm_judge": True, "max_replans": 1}
 
 
-def test_sync_runs_call_the_models_sync_api(tmp_path, monkeypatch):
+def test_sync_runs_call_the_models_on_the_model_loop(tmp_path, monkeypatch):
+    """A sync run's model calls go through the async API on planexec's model loop, as an async
+    run's do: one loop for every client, whatever called (planexec.modelcalls)."""
     monkeypatch.chdir(tmp_path)
     chat = models()
     graph = graph_with(chat)
@@ -132,8 +134,8 @@ def test_sync_runs_call_the_models_sync_api(tmp_path, monkeypatch):
     graph.invoke({"task": "t"}, config, context=CONTEXT)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=CONTEXT)
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert chat["planner"].calls == ["sync", "sync"]  # plan, then the revision
-    assert chat["evaluator"].calls and set(chat["evaluator"].calls) == {"sync"}
+    assert chat["planner"].calls == ["async", "async"]  # plan, then the revision
+    assert chat["evaluator"].calls and set(chat["evaluator"].calls) == {"async"}
 
 
 def test_async_runs_call_the_models_async_api(tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ GOOD = plan_of(step(1, "echo", {"text": "hi"}), step(2, "echo", {"text": "$1"}, 
 
 def serve(*replies: ScriptedReply) -> ScriptedChatModel:
     model = ScriptedChatModel(replies=list(replies))
-    models.load_chat_model = lambda spec: model  # type: ignore[assignment]
+    models.load_chat_model = lambda spec, *_: model  # type: ignore[assignment]
     return model
 
 

@@ -63,7 +63,7 @@ ENDED = {"succeeded", "partial", "failed", "cancelled"}
 
 def serve(*replies: ScriptedReply) -> None:
     model = ScriptedChatModel(replies=list(replies))
-    models.load_chat_model = lambda spec: model  # type: ignore[assignment]
+    models.load_chat_model = lambda spec, *_: model  # type: ignore[assignment]
 
 
 @pytest.fixture(scope="module")

@@ -101,7 +101,7 @@ def _plan(n: int) -> dict[str, Any]:
 
 
 async def _calls(graph: Any, n: int, counted: Counted) -> int:
-    models.load_chat_model = lambda spec: scripted(plan_reply(_plan(n)))
+    models.load_chat_model = lambda spec, *_: scripted(plan_reply(_plan(n)))
     ctx = Context(approval="never", max_steps=500, max_parallel_steps=8, planner_model="x:y")
 
     async def run() -> None:
@@ -204,7 +204,7 @@ def test_tasks_a_tool_leaves_behind_are_still_cancelled_after_its_call(
     monkeypatch.setattr(
         models,
         "load_chat_model",
-        lambda spec: scripted(
+        lambda spec, *_: scripted(
             plan_reply(plan_of(step(1, "spawn", {"name": "a"}), step(2, "spawn", {"name": "b"})))
         ),
     )

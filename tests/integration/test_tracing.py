@@ -61,7 +61,7 @@ from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, step
 plan = plan_of(step(1, "echo", {"text": "a"}))
-models.provider_model = lambda spec: ScriptedChatModel(
+models.provider_model = lambda spec, *_: ScriptedChatModel(
     replies=[ScriptedReply(tool_calls=[{"name": "Plan", "args": plan}])])
 graph = build_graph(
     checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), workspace_root=sys.argv[1]
@@ -164,7 +164,7 @@ from langgraph.types import Command
 from planexec import Context, build_graph, models
 from tests import leaky
 scripted = {"planner": leaky.planner(), "executor": leaky.executor(), "evaluator": leaky.judge()}
-models.provider_model = lambda spec: scripted[spec]
+models.provider_model = lambda spec, *_: scripted[spec]
 graph = build_graph(
     checkpointer=InMemorySaver(), tools=leaky.registry(), workspace_root=sys.argv[1]
 )

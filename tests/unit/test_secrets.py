@@ -104,7 +104,7 @@ class Failing(BaseChatModel):
 
 
 def test_model_errors_keep_their_type_and_lose_the_key(key_in_env, monkeypatch):
-    monkeypatch.setattr(models, "provider_model", lambda spec: Failing())
+    monkeypatch.setattr(models, "provider_model", lambda spec, *_: Failing())
     model = models.load_chat_model("any")
     assert isinstance(model, ScrubbedChatModel)
     with pytest.raises(ConnectionError) as caught:  # still retried as a transient error

@@ -41,13 +41,18 @@ def test_tools_default_to_none_and_are_kept_in_the_plan_artifact(tools):
         (["Plan"], None, "unknown tool 'Plan' in tools"),
         ("echo", None, "tools: Input should be a valid list"),
         ([3], None, "tools.0: Input should be a valid string"),
-        (None, None, "tools: Input should be a valid list"),
     ],
 )
 def test_invalid_tool_lists_are_explained(tools, listed, tool_name, expected):
     data = plan_of({**step(1, tool_name, {"text": "a"} if tool_name else {}), "tools": listed})
     errors = errors_of(data, tools)
     assert any(expected in e for e in errors), errors
+
+
+def test_a_null_tool_list_is_read_as_none_listed(tools):
+    """Models write ``null`` for an optional field: the same as leaving it out."""
+    plan = validate_plan(plan_of({**step(1, None, {}), "tools": None}), tools, max_steps=10)
+    assert plan.steps[0].tools == []
 
 
 def test_step_tools_of_a_stored_step_without_the_field_is_none():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import signal
 import sqlite3
 import sys
 import traceback
@@ -88,4 +89,6 @@ def guard(coro: Coroutine[Any, Any, int], running: Running | None = None) -> Non
         except Exception:  # a bug: its traceback, scrubbed like all output
             sys.stderr.write(traceback.format_exc())
             code = EXIT_FAILED
+    if code == EXIT_INTERRUPTED:  # said how to resume: a late Ctrl-C while exiting changes nothing
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise typer.Exit(code)

@@ -42,8 +42,7 @@ async def model_step(
     go to ``refusals``.
     """
     allowed = allowed_tools(step, round_.tools)
-    spec = round_.context.executor_model
-    model = await run_in_thread(lambda: round_.chat_models.for_role("executor", spec))
+    model = await run_in_thread(lambda: round_.chat_models.for_role("executor", round_.context))
     bound = model.bind_tools(list(allowed.values())) if allowed else model
     messages: list[BaseMessage] = [
         SystemMessage(prompts.EXECUTOR_SYSTEM),

@@ -86,7 +86,7 @@ def evaluate(
     try:
         with spending(budget):
             judgement: Judgement | None = judge(
-                chat_models.for_role("evaluator", ctx.evaluator_model),
+                chat_models.for_role("evaluator", ctx),
                 found.plan["steps"],
                 found.passed,
                 counter.config(models.internal_call("judge model")),
@@ -108,7 +108,7 @@ async def aevaluate(
     if not (ctx.llm_judge and found.passed) or budget.stop():
         return within(budget, decide(state, ctx, found, None))
     counter = UsageCounter("evaluator")
-    model = await asyncio.to_thread(chat_models.for_role, "evaluator", ctx.evaluator_model)
+    model = await asyncio.to_thread(chat_models.for_role, "evaluator", ctx)
     config = counter.config(models.internal_call("judge model"))
     try:
         with spending(budget):

@@ -71,7 +71,7 @@ def planner_call(
 ) -> tuple[BaseChatModel, Drafting]:
     """Return the planner's model and its drafting conversation (reads the workspace)."""
     conversation = _conversation(state, ctx, tools=tools, sandbox=sandbox)
-    return chat_models.for_role("planner", ctx.planner_model), conversation
+    return chat_models.for_role("planner", ctx), conversation
 
 
 def _conversation(state: State, ctx: Context, *, tools: ToolRegistry, sandbox: Sandbox) -> Drafting:
@@ -117,7 +117,7 @@ def plan(
         remembered = filled_plan(found, tools, ctx)
         memory_counter = UsageCounter("memory")
         if remembered is None and found.how == "similar":
-            model = chat_models.for_role("executor", ctx.executor_model)
+            model = chat_models.for_role("executor", ctx)
             config = memory_counter.config(models.internal_call("plan memory model"))
             try:
                 with spending(budget):
@@ -163,7 +163,7 @@ async def aplan(
         remembered = filled_plan(found, tools, ctx)
         memory_counter = UsageCounter("memory")
         if remembered is None and found.how == "similar":
-            model = await asyncio.to_thread(chat_models.for_role, "executor", ctx.executor_model)
+            model = await asyncio.to_thread(chat_models.for_role, "executor", ctx)
             config = memory_counter.config(models.internal_call("plan memory model"))
             try:
                 with spending(budget):

@@ -87,7 +87,7 @@ def replanner_call(
         kept=start.kept_ids,
         goal=plan["goal"],
     )
-    return chat_models.for_role("planner", ctx.planner_model), conversation, start
+    return chat_models.for_role("planner", ctx), conversation, start
 
 
 def replan(

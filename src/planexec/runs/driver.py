@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
@@ -54,13 +55,15 @@ class Runs:
         tools: ToolRegistry | None = None,
         approval: ApprovalPolicy | None = None,
         store: BaseStore | None = None,
+        models: Mapping[str, BaseChatModel] | None = None,
     ) -> None:
         """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces).
 
         ``store`` keeps plan memory's templates (:mod:`planexec.memory`); none: no memory.
+        ``models`` pins a role's chat model for every run (``build_graph(models=...)``).
         """
         self.checkpointer, self.db, self.tools, self.approval = checkpointer, db, tools, approval
-        self.store = store
+        self.store, self.models = store, models
         self._graphs: dict[tuple[Sandbox | None, str | None], PlanexecGraph] = {}
 
     @classmethod
@@ -100,6 +103,7 @@ class Runs:
                 sandbox=sandbox,
                 approval=approval,
                 store=self.store,
+                models=self.models,
             )
         return self._graphs[key]
 

@@ -1,0 +1,668 @@
+"""Every model call planexec makes: on one long-lived loop, within its time limits, whole.
+
+:class:`planexec.scrubbed.ScrubbedChatModel` makes each real call through :func:`call` (sync
+callers) or :func:`acall` (async callers). This module is the one place that enforces what
+planexec promises about providers:
+
+* **Deadlines.** A call has three limits (``Context.<role>_timeouts``): ``connect`` (given to
+  the client, for clients that take one), ``idle`` (the longest wait for the next part of a
+  streamed reply, keep-alive comments do not count; also the client's read timeout) and
+  ``total`` (the whole call, its retries and waits included). A call past one of them is
+  cancelled (its connection closed) and raises :class:`ModelTimeoutError`.
+* **No client is bound to a loop that can close.** Every call runs on the *model loop*: an
+  event loop on a daemon thread that lives as long as the process, whatever called (``invoke``
+  or ``ainvoke``, one run or many, threads, the server). A client's connection pool is only
+  ever used from that loop. The caller waits for the call's events without blocking its own
+  loop.
+* **Back-pressure.** A provider error that may pass (rate limits, 5xx, a dropped connection)
+  is asked again, at most :data:`MAX_TRIES` times, after the provider's ``Retry-After`` (or a
+  short backoff) and never past the deadline; an error that cannot pass (a spent quota, a
+  prompt past the context length, a refused key) is not asked again. Either way the error is a
+  :class:`ProviderError` naming the provider's status, code and message.
+* **Whole text, whole replies.** Streamed chunks are mended before anyone sees them: a
+  character split across two chunks (a surrogate pair's halves) is joined, a tool's name that a
+  serving stack repeats in every delta is kept once. A reply that did not end normally
+  (:func:`unfinished`: a finish reason other than a normal end, no finish reason where the
+  provider always sends one, a refusal) raises :class:`IncompleteReplyError`.
+
+Hand-rolled because no library does these for any LangChain chat model: LangChain's clients
+pass no deadline by default, retry without ``Retry-After`` where they retry at all, and bind
+their async connection pools to whichever loop used them first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import email.utils
+import os
+import queue
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Generator
+from contextvars import Context as VarContext
+from contextvars import copy_context
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import (
+    AIMessageChunk,
+    BaseMessage,
+    BaseMessageChunk,
+    message_chunk_to_message,
+)
+from langchain_core.runnables import Runnable
+
+from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
+
+MAX_TRIES = 3
+"""Most requests one model call makes for errors that may pass (within its deadline)."""
+
+FIRST_BACKOFF = 0.5
+"""Seconds before the second try when the provider names no wait; doubled after each try."""
+
+MAX_BACKOFF = 8.0
+"""Longest wait, in seconds, between tries when the provider names none (``Retry-After``)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A model call's time limits in seconds (see the module's docstring)."""
+
+    connect: float = 10.0
+    idle: float = 90.0
+    total: float = 300.0
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model call: what to send, to whom, and who watches its reply stream."""
+
+    inner: Runnable[LanguageModelInput, BaseMessage]
+    base: object
+    messages: list[BaseMessage]
+    kwargs: dict[str, Any]
+    limits: Limits
+    who: str = "model"
+    """The role's name in messages, e.g. "planner" (for "the planner model ...")."""
+    watch: Callable[[BaseMessage], None] | None = None
+    """Shown each chunk as it arrives; the reply is then streamed (None: asked whole)."""
+
+
+# --- the model loop ---------------------------------------------------------------------------
+
+
+class _ModelLoop:
+    """An event loop on a daemon thread, made once per process (again after a fork)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        """Return the model loop, made (again) if this process has none running."""
+        loop, thread = self._loop, self._thread
+        if (
+            loop is not None
+            and thread is not None
+            and thread.is_alive()
+            and self._pid == os.getpid()
+        ):
+            return loop  # the common case: no lock
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+                thread = threading.Thread(
+                    target=self._run, args=(loop, ready), name="planexec-models", daemon=True
+                )
+                thread.start()
+                ready.wait()
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
+            assert self._loop is not None
+            return self._loop
+
+    @staticmethod
+    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+        asyncio.set_event_loop(loop)
+        loop.set_default_executor(_DaemonThreads())
+        loop.call_soon(ready.set)
+        while True:  # an exit raised by a callback ends that callback, never the loop
+            try:
+                loop.run_forever()
+            except BaseException:  # its caller was told (see _produce)
+                continue
+
+
+class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """The model loop's executor (a sync-only model's calls): a daemon thread per call.
+
+    Not the default ``ThreadPoolExecutor``: the interpreter waits for its threads at exit, so a
+    hung model call would keep a process from ending after Ctrl-C. A subclass only because
+    asyncio takes no other kind of default executor.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` on a new daemon thread; return its future."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # the caller's to see
+                future.set_exception(exc)
+
+        threading.Thread(target=run, daemon=True, name="planexec-model-call").start()
+        return future
+
+
+_MODEL_LOOP = _ModelLoop()
+
+Event = tuple[str, Any]
+"""What a request on the model loop reports: ("chunk", c), ("whole", m), ("end", None), or
+("error", exc)."""
+
+
+class _Producer:
+    """One request running on the model loop, reporting its events to ``deliver``."""
+
+    def __init__(
+        self,
+        request: Request,
+        streamed: bool,
+        deliver: Callable[[Event], None],
+        context: VarContext,
+    ) -> None:
+        self.loop = _MODEL_LOOP.get()
+        self.task: asyncio.Task[None] | None = None
+        self.loop.call_soon_threadsafe(self._start, request, streamed, deliver, context)
+
+    def _start(
+        self,
+        request: Request,
+        streamed: bool,
+        deliver: Callable[[Event], None],
+        context: VarContext,
+    ) -> None:
+        self.task = self.loop.create_task(_produce(request, streamed, deliver), context=context)
+
+    def cancel(self) -> None:
+        """Cancel the request (closing its connection); harmless once it has ended."""
+        with contextlib.suppress(RuntimeError):  # the loop is gone with the process
+            self.loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+async def _produce(request: Request, streamed: bool, deliver: Callable[[Event], None]) -> None:
+    config: Any = {"callbacks": []}
+    try:
+        if streamed:
+            mender = _Mender()
+            async for chunk in request.inner.astream(request.messages, config, **request.kwargs):
+                deliver(("chunk", mender.mend(chunk)))
+            last = mender.rest()
+            if last is not None:
+                deliver(("chunk", last))
+            deliver(("end", None))
+        else:
+            reply = await request.inner.ainvoke(request.messages, config, **request.kwargs)
+            deliver(("whole", reply))
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # the caller's, even an exit: raised in the caller's thread
+        deliver(("error", exc))
+
+
+# --- what the caller does: a conversation without I/O, and its sync and async drivers ----------
+
+
+@dataclass(frozen=True)
+class _Start:
+    streamed: bool
+
+
+@dataclass(frozen=True)
+class _Wait:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Pause:
+    seconds: float
+
+
+_Op = _Start | _Wait | _Pause
+_Conduct = Generator[_Op, "Event | None", BaseMessage]
+
+
+def call(request: Request) -> BaseMessage:
+    """Make a model call for a sync caller (it blocks this thread only); return the reply."""
+    conduct = _conduct(request)
+    producer: _Producer | None = None
+    events: queue.SimpleQueue[Event] = queue.SimpleQueue()
+    try:
+        op = next(conduct)
+        while True:
+            answer: Event | None = None
+            if isinstance(op, _Start):
+                if producer is not None:
+                    producer.cancel()
+                events = queue.SimpleQueue()
+                producer = _Producer(request, op.streamed, events.put, copy_context())
+            elif isinstance(op, _Wait):
+                with contextlib.suppress(queue.Empty):
+                    answer = events.get(timeout=max(op.seconds, 0.0))
+            else:
+                time.sleep(op.seconds)
+            op = conduct.send(answer)
+    except StopIteration as done:
+        reply: BaseMessage = done.value
+        return reply
+    finally:
+        if producer is not None:
+            producer.cancel()
+
+
+async def acall(request: Request) -> BaseMessage:
+    """Make a model call for an async caller (its loop stays free); return the reply."""
+    caller = asyncio.get_running_loop()
+    conduct = _conduct(request)
+    producer: _Producer | None = None
+    events: asyncio.Queue[Event] = asyncio.Queue()
+
+    def deliver_to(target: asyncio.Queue[Event]) -> Callable[[Event], None]:
+        def deliver(event: Event) -> None:
+            with contextlib.suppress(RuntimeError):  # the caller's loop has closed
+                caller.call_soon_threadsafe(target.put_nowait, event)
+
+        return deliver
+
+    try:
+        op = next(conduct)
+        while True:
+            answer: Event | None = None
+            if isinstance(op, _Start):
+                if producer is not None:
+                    producer.cancel()
+                events = asyncio.Queue()
+                producer = _Producer(request, op.streamed, deliver_to(events), copy_context())
+            elif isinstance(op, _Wait):
+                with contextlib.suppress(TimeoutError):
+                    answer = await asyncio.wait_for(events.get(), max(op.seconds, 0.0))
+            else:
+                await asyncio.sleep(op.seconds)
+            op = conduct.send(answer)
+    except StopIteration as done:
+        reply: BaseMessage = done.value
+        return reply
+    finally:
+        if producer is not None:
+            producer.cancel()
+
+
+def _conduct(request: Request) -> _Conduct:
+    """Hold one call by its rules (tries, waits, deadlines): :func:`call`'s and :func:`acall`'s."""
+    limits, who = request.limits, f"{request.who} model"
+    deadline = time.monotonic() + limits.total
+    streamed = request.watch is not None and not _cannot_stream(request.base)
+    tries = 0
+    while True:
+        tries += 1
+        yield _Start(streamed)
+        chunks: list[BaseMessage] = []
+        while True:
+            left = deadline - time.monotonic()
+            idle = streamed and limits.idle < left
+            event = (yield _Wait(limits.idle if idle else left)) if left > 0 else None
+            if event is None:
+                if idle:
+                    raise ModelTimeoutError(
+                        f"the {who} sent no part of its reply for {limits.idle:g} s "
+                        f"(its idle limit, {request.who}_timeouts.idle)"
+                    )
+                raise ModelTimeoutError(
+                    f"the {who} did not answer within {limits.total:g} s "
+                    f"(its total limit, {request.who}_timeouts.total)"
+                )
+            kind, value = event
+            if kind == "chunk":
+                chunks.append(value)
+                if request.watch is not None:
+                    request.watch(value)
+                continue
+            if kind == "whole":
+                if request.watch is not None:
+                    request.watch(value)
+                return finished(value, request.base, who)
+            if kind == "end" and chunks:
+                reply = _joined(chunks)
+                if not (_empty(reply) and streamed):
+                    return finished(reply, request.base, who)
+                # An empty streamed reply: LangChain's clients drop a streamed refusal, so it
+                # is asked once more whole, which carries the provider's words if it refused.
+                streamed, tries = False, tries - 1
+                break
+            if kind == "end" or (streamed and not chunks and _no_chunks(value)):
+                _remember_cannot_stream(request.base)  # asked once more, whole
+                streamed, tries = False, tries - 1
+                break
+            if chunks:  # part of the reply was shown: the caller asks again, if anyone
+                raise _failed(value, who, transient=True)
+            failure = provider_failure(value)
+            if failure is None:
+                raise value  # not a provider's error: as it is
+            if not failure.may_pass or tries >= MAX_TRIES:
+                why = "it cannot pass by asking again" if not failure.may_pass else None
+                raise ProviderError(failure.said(who, why or f"after {tries} tries"))
+            wait = max(
+                failure.retry_after or 0.0, min(FIRST_BACKOFF * 2 ** (tries - 1), MAX_BACKOFF)
+            )
+            left = deadline - time.monotonic()
+            if wait >= left:
+                raise ProviderError(
+                    failure.said(
+                        who,
+                        f"the provider asks to wait {wait:g} s, past this call's deadline "
+                        f"({max(left, 0):.1f} s left of {limits.total:g} s, "
+                        f"{request.who}_timeouts.total)"
+                        if failure.retry_after
+                        else f"no time left to ask again within {limits.total:g} s",
+                    )
+                )
+            yield _Pause(wait)
+            break
+
+
+def _failed(exc: BaseException, who: str, *, transient: bool) -> BaseException:
+    failure = provider_failure(exc)
+    if failure is None:
+        return exc
+    return ProviderError(failure.said(who, "after part of its reply had come"), transient=transient)
+
+
+# --- provider errors ---------------------------------------------------------------------------
+
+CANNOT_PASS = frozenset(
+    {
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+        "billing_not_active",
+        "context_length_exceeded",
+        "string_above_max_length",
+        "invalid_api_key",
+        "model_not_found",
+        "content_policy_violation",
+    }
+)
+"""Provider error codes (or types) that no retry can pass, whatever their HTTP status."""
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+
+@dataclass(frozen=True)
+class ProviderFailure:
+    """A provider's error as planexec reads it: what it said, and whether asking again may pass."""
+
+    status: int | None
+    code: str | None
+    message: str
+    may_pass: bool
+    retry_after: float | None = None
+
+    def said(self, who: str, why: str) -> str:
+        """Return the error's message for a user: the provider's words, and what planexec did."""
+        head = f"HTTP {self.status}" if self.status is not None else "no answer"
+        code = f" {self.code}" if self.code else ""
+        return f"the {who}'s provider failed the call ({head}{code}): {self.message} ({why})"
+
+
+def provider_failure(exc: BaseException) -> ProviderFailure | None:
+    """Read an HTTP client's error (openai, anthropic, httpx and alike); None for other errors."""
+    response = getattr(exc, "response", None)
+    status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
+    if isinstance(status, int) and response is not None:
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict) and isinstance(body.get("error"), dict):
+            body = body["error"]
+        fields = body if isinstance(body, dict) else {}
+        code = fields.get("code") or fields.get("type")
+        message = str(fields.get("message") or exc).strip()
+        codes = {str(fields.get("code")), str(fields.get("type"))}
+        may_pass = (status in RETRYABLE_STATUS or status >= 500) and not codes & CANNOT_PASS
+        return ProviderFailure(
+            status=status,
+            code=str(code) if code else None,
+            message=message[:1000],
+            may_pass=may_pass,
+            retry_after=_retry_after(getattr(response, "headers", None)),
+        )
+    if _is_connection_failure(exc):
+        return ProviderFailure(
+            status=None, code=type(exc).__name__, message=str(exc)[:1000], may_pass=True
+        )
+    return None
+
+
+def _is_connection_failure(exc: BaseException) -> bool:
+    if type(exc).__name__ in {"APIConnectionError", "APITimeoutError"}:
+        return True
+    for name in ("httpx", "httpx2"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, module.TransportError):
+            return True
+    return False
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds the provider asks to wait (``retry-after-ms`` or ``retry-after``), if any."""
+    if headers is None:
+        return None
+    with contextlib.suppress(TypeError, ValueError):
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(float(millis) / 1000, 0.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    with contextlib.suppress(TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(value)
+        return max(when.timestamp() - time.time(), 0.0)
+    return None
+
+
+def _empty(reply: BaseMessage) -> bool:
+    """Say whether a reply holds nothing: no text, no tool call (readable or not)."""
+    content = reply.content
+    text = content.strip() if isinstance(content, str) else bool(content)
+    calls = getattr(reply, "tool_calls", None) or getattr(reply, "invalid_tool_calls", None)
+    return not text and not calls and not reply.additional_kwargs.get("refusal")
+
+
+def _no_chunks(exc: Any) -> bool:
+    """LangChain's word for a streamed request answered without a stream."""
+    return isinstance(exc, ValueError) and "No generation chunks" in str(exc)
+
+
+# Models whose server answered a streamed request with no chunk, by id (compared by identity:
+# an id reused by a new model does not match); planexec's model instances are cached.
+_cannot: dict[int, Any] = {}
+_cannot_lock = threading.Lock()
+
+
+def _cannot_stream(base: object) -> bool:
+    with _cannot_lock:
+        return _cannot.get(id(base)) is base
+
+
+def _remember_cannot_stream(base: object) -> None:
+    with _cannot_lock:
+        _cannot[id(base)] = base
+
+
+# --- whole replies ------------------------------------------------------------------------------
+
+NORMAL_ENDS = frozenset(
+    {
+        "stop",
+        "tool_calls",
+        "function_call",
+        "end_turn",
+        "tool_use",
+        "stop_sequence",
+        "eos",
+        "eos_token",
+        "STOP",
+        "FINISH_REASON_STOP",
+    }
+)
+"""Finish reasons (OpenAI and compatible servers, Anthropic, Ollama, Google) of a reply that
+ended normally; any other is a reply that did not."""
+
+WHAT_IT_MEANS = {
+    "length": "it reached its output token limit",
+    "max_tokens": "it reached its output token limit",
+    "MAX_TOKENS": "it reached its output token limit",
+    "content_filter": "the provider's content filter stopped it",
+    "SAFETY": "the provider's safety filter stopped it",
+    "refusal": "the model refused",
+}
+
+REPORTING_PACKAGES = (
+    "langchain_openai",
+    "langchain_anthropic",
+    "langchain_ollama",
+    "langchain_google_genai",
+    "langchain_groq",
+    "langchain_deepseek",
+    "langchain_xai",
+)
+"""Integrations whose replies always carry a finish reason: one without it was cut off."""
+
+
+def unfinished(reply: BaseMessage, base: object) -> tuple[str, str] | None:
+    """Return ``(what happened, the provider's reason)`` for a reply that did not end normally.
+
+    None for a reply that did: a normal finish reason, or none from a model that never reports
+    one (scripted and custom models).
+    """
+    refusal = reply.additional_kwargs.get("refusal")
+    if not refusal and isinstance(reply.content, list):
+        refusal = next(
+            (b.get("refusal") for b in reply.content if isinstance(b, dict) and b.get("refusal")),
+            None,
+        )
+    if refusal:
+        return f"was a refusal: {str(refusal)[:2000]!r}", "refusal"
+    meta = reply.response_metadata or {}
+    finish = next(
+        (meta[k] for k in ("finish_reason", "stop_reason", "done_reason") if meta.get(k)), None
+    )
+    if finish is None:
+        if _reports_finish(base):
+            return "was cut off: it ended without a finish reason (the stream stopped)", "none"
+        return None
+    if str(finish) in NORMAL_ENDS:
+        return None
+    meaning = WHAT_IT_MEANS.get(str(finish), "not a normal end")
+    return f"was cut off: finish_reason {str(finish)!r} ({meaning})", str(finish)
+
+
+def finished(reply: BaseMessage, base: object, who: str) -> BaseMessage:
+    """Return ``reply`` if it ended normally; raise :class:`IncompleteReplyError` if not."""
+    problem = unfinished(reply, base)
+    if problem is None:
+        return reply
+    said, reason = problem
+    raise IncompleteReplyError(f"the {who}'s reply {said}", reason=reason)
+
+
+def _reports_finish(base: object) -> bool:
+    return any(c.__module__.startswith(REPORTING_PACKAGES) for c in type(base).__mro__)
+
+
+def _joined(chunks: list[BaseMessage]) -> BaseMessage:
+    """Join a streamed reply's chunks in one merge (adding them one by one is quadratic)."""
+    first, rest = chunks[0], chunks[1:]
+    if isinstance(first, BaseMessageChunk) and rest:
+        first = first + rest  # a list: merged at once
+    if isinstance(first, BaseMessageChunk):
+        return message_chunk_to_message(first)
+    return first  # a model that cannot stream sends one whole message
+
+
+_HIGH = re.compile("[\ud800-\udbff]$")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _whole_text(text: str) -> tuple[str, str]:
+    """Split ``text`` into what can be shown now and a trailing half character to hold back."""
+    held = ""
+    if _HIGH.search(text):
+        text, held = text[:-1], text[-1]
+    if _SURROGATES.search(text):  # halves that came in two chunks: one character again
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return text, held
+
+
+class _Mender:
+    """Mends a reply's chunks as they stream: split characters joined, repeated names dropped."""
+
+    def __init__(self) -> None:
+        self.content = ""
+        self.args: dict[Any, str] = {}
+        self.names: dict[Any, str] = {}
+        self.ids: dict[Any, str] = {}
+
+    def mend(self, chunk: BaseMessage) -> BaseMessage:
+        if not isinstance(chunk, AIMessageChunk):
+            return chunk
+        update: dict[str, Any] = {}
+        if isinstance(chunk.content, str) and (chunk.content or self.content):
+            update["content"], self.content = _whole_text(self.content + chunk.content)
+        pieces = []
+        for piece in chunk.tool_call_chunks:
+            index, mended = piece.get("index"), dict[str, Any](piece)
+            args = piece.get("args")
+            if isinstance(args, str):
+                mended["args"], self.args[index] = _whole_text(self.args.get(index, "") + args)
+            for key, seen in (("name", self.names), ("id", self.ids)):
+                value = mended.get(key)
+                if not isinstance(value, str):
+                    continue
+                if value and seen.get(index) == value:
+                    mended[key] = None  # said again in a later delta: said once
+                elif value:
+                    seen[index] = value
+            pieces.append(mended)
+        if pieces:
+            update["tool_call_chunks"] = pieces
+        if not update:
+            return chunk
+        data = chunk.model_dump(exclude={"tool_calls", "invalid_tool_calls"})
+        return AIMessageChunk(**{**data, **update})
+
+    def rest(self) -> BaseMessage | None:
+        """Return a last chunk with any half character still held (the stream ended on it)."""
+        if not self.content and not any(self.args.values()):
+            return None
+        pieces: list[Any] = [
+            {"index": i, "args": a, "name": None, "id": None, "type": "tool_call_chunk"}
+            for i, a in self.args.items()
+            if a
+        ]
+        return AIMessageChunk(content=self.content, tool_call_chunks=pieces)
