@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 import numpy as np
@@ -140,12 +141,12 @@ def generate_chart(
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     workspace = current_workspace()
-    out = workspace.prepare_output(output_path)
-    if out.suffix.lower() != ".png":
+    if PurePosixPath(workspace.name(output_path)).suffix.lower() != ".png":
         raise ToolError("output_path must end in .png")
-    fig.savefig(out, format="png")
+    with workspace.open_write(output_path) as out:
+        fig.savefig(out, format="png")
     found = {
-        "path": workspace.relative(out),
+        "path": workspace.name(output_path),
         "kind": kind,
         "points": int(np.isfinite(values).sum()),
         "x_label": x_label,

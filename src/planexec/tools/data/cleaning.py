@@ -95,15 +95,15 @@ def clean_data(
     cleaned = deduped[~incomplete.any(axis=1)].reset_index(drop=True)
     workspace = current_workspace()
     target = output_path or f"{Path(dataset).with_suffix('').as_posix()}.clean.parquet"
-    out = workspace.prepare_output(target)
     cleaned.attrs = {UNITS: {c: u for c in cleaned.columns if (u := cols.unit(str(c)))}}
-    cleaned.to_parquet(out, index=False)
+    with workspace.open_write(target) as out:
+        cleaned.to_parquet(out, index=False)
     same = ", ".join(dedupe_on) if dedupe_on else "values in every column"
     removed = [{"rows": before - len(deduped), "why": f"duplicate rows (same {same})"}]
     first_missing = incomplete.idxmax(axis=1)[incomplete.any(axis=1)].value_counts()
     removed += [{"rows": int(n), "why": f"no value in {col!r}"} for col, n in first_missing.items()]
     return {
-        "dataset": workspace.relative(out),
+        "dataset": workspace.name(target),
         "rows_before": before,
         "rows_after": len(cleaned),
         "removed_duplicates": before - len(deduped),

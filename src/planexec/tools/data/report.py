@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import posixpath
 from typing import Any
 
 from langchain_core.tools import tool
 
+from planexec.errors import WorkspaceError
 from planexec.tools.workspace import current_workspace
 
 
@@ -165,17 +166,18 @@ def write_report(
     if cleaning:
         parts += cleaning_part(cleaning)
     workspace = current_workspace()
-    out = workspace.prepare_output(output_path)
+    out = workspace.name(output_path)
     if chart_path:
-        chart = workspace.resolve(chart_path, must_exist=True)
-        link = Path(chart).relative_to(out.parent) if chart.is_relative_to(out.parent) else chart
-        parts.append(f"## Chart\n\n![{title}]({Path(link).as_posix()})\n")
+        if workspace.info(chart_path) is None:
+            raise WorkspaceError(f"{chart_path!r} does not exist in the workspace")
+        link = posixpath.relpath(workspace.name(chart_path), posixpath.dirname(out) or ".")
+        parts.append(f"## Chart\n\n![{title}]({link})\n")
     for section in sections or []:
         parts.append(f"## {section.get('heading', '')}\n\n{section.get('body', '')}\n")
     text = "\n".join(parts)
-    out.write_text(text, encoding="utf-8")
+    workspace.write_bytes(output_path, text.encode("utf-8"))
     return {
-        "path": workspace.relative(out),
+        "path": out,
         "bytes": len(text.encode()),
         "sections": len(parts) - 1,
     }
