@@ -18,7 +18,7 @@ import pandas as pd
 
 from planexec.errors import PlanexecError
 from planexec.tools.data.coercion import as_numbers
-from planexec.tools.data.dates import as_dates
+from planexec.tools.data.dates import as_dates, clock
 from planexec.tools.data.reading import EXCEL_SUFFIXES, TEXT_SUFFIXES, is_text, read_dataset
 from planexec.tools.workspace import Workspace, use_workspace
 
@@ -67,8 +67,9 @@ def column_kind(series: pd.Series[Any], name: str) -> str:
     except PlanexecError:
         pass
     try:
-        if not as_dates(series, name).lost:
-            return "date"
+        dates = as_dates(series, name)
+        if not dates.lost:
+            return f"date ({clock(dates)})" if dates.time else "date"
     except PlanexecError as exc:
         if "day- or month-first" in str(exc):
             return "date (day/month order unclear)"

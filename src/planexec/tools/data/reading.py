@@ -30,6 +30,11 @@ class ReadOptions(BaseModel):
         None,
         description='"dayfirst", "monthfirst", "excel" (serial numbers) or a strftime format',
     )
+    utc: bool = Field(
+        False,
+        description="true: dates with UTC offsets or a time zone are converted to UTC (months "
+        "are UTC months); default: the local date and time written in the data",
+    )
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ def stats_part(stats: dict[str, Any]) -> list[str]:
             {"period": p["period"], "value": p["value"], "growth_pct": growth.get(p["period"], "")}
             for p in stats["by_period"]
         ]
-        parts += ["### By period\n", table(rows)]
+        parts += ["### By period\n"] + _dates(stats) + [table(rows)]
     if stats.get("breakdown"):
         parts += ["### Breakdown\n", table(stats["breakdown"])]
     return parts
@@ -110,7 +110,19 @@ def trends_part(trends: dict[str, Any]) -> list[str]:
             f"**{without.get('direction')}**, {fmt(without.get('slope_per_period'))} per period "
             f"({fmt(without.get('change_pct'))}% from first to the period before last).\n"
         )
-    return ["## Trend\n", text, "### Anomalies\n", table(trends.get("anomalies", []))]
+    return [
+        "## Trend\n",
+        *_dates(trends),
+        text,
+        "### Anomalies\n",
+        table(trends.get("anomalies", [])),
+    ]
+
+
+def _dates(found: dict[str, Any]) -> list[str]:
+    """Say which clock the periods are in, as the tool that made them said it."""
+    said = found.get("dates")
+    return [f"Periods: {fmt(said).split(';')[0]}.\n"] if isinstance(said, str) and said else []
 
 
 def cleaning_part(cleaning: dict[str, Any]) -> list[str]:
