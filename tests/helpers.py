@@ -113,7 +113,7 @@ def wait_until(check: Callable[[], Any], seconds: float) -> bool:
 def scenario_report(module: str, *args: str, seconds: float) -> dict[str, Any]:
     """Run ``python -m module *args`` (a scenario that may wedge or end its process) and
     return the JSON it printed on its last ``REPORT `` line, or what went wrong instead."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     try:
         done = subprocess.run(
             [sys.executable, "-m", module, *args],
