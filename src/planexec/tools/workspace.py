@@ -320,10 +320,8 @@ def _refused(relative: str, where: str, *, folder: bool = False) -> Iterator[Non
             raise WorkspaceError(f"{relative!r}{part} is not a folder") from None
         if code in {errno.EISDIR, errno.ENOTEMPTY, errno.EEXIST}:
             raise WorkspaceError(f"{relative!r} is a folder, not a file") from None
-        if code == errno.ENAMETOOLONG:
-            raise WorkspaceError(f"{relative!r}: a name in it is too long") from None
-        reason = exc.strerror or type(exc).__name__
-        raise WorkspaceError(f"{relative!r}: {reason.lower()}") from None
+        reason = exc.strerror or type(exc).__name__  # e.g. "File name too long"
+        raise WorkspaceError(f"{relative!r}: {reason}") from None
 
 
 def _walk(fd: int, prefix: str, pattern: str, folder: str) -> Iterator[str]:
