@@ -14,11 +14,12 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec.scripted import ScriptedChatModel, ScriptedReply
@@ -112,7 +113,7 @@ def wait_until(check: Callable[[], Any], seconds: float) -> bool:
 def scenario_report(module: str, *args: str, seconds: float) -> dict[str, Any]:
     """Run ``python -m module *args`` (a scenario that may wedge or end its process) and
     return the JSON it printed on its last ``REPORT `` line, or what went wrong instead."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)])}
     try:
         done = subprocess.run(
             [sys.executable, "-m", module, *args],
@@ -224,3 +225,27 @@ def scratch_folder(prefix: str) -> str:
     folder = tempfile.mkdtemp(prefix=prefix)
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     return folder
+
+
+@contextlib.contextmanager
+def savers(kind: str, tmp_path: Any, request: Any) -> Iterator[tuple[Any, Any]]:
+    """(sync saver factory, async saver factory) of one store, as context managers."""
+    from planexec import persistence
+
+    if kind == "memory":
+        saver = InMemorySaver()
+
+        @contextlib.asynccontextmanager
+        async def same() -> AsyncIterator[Any]:
+            yield saver
+
+        yield (lambda: contextlib.nullcontext(saver)), same
+    elif kind == "sqlite":
+        db = tmp_path / "db" / "runs.sqlite"
+        yield (lambda: persistence.sqlite_saver(db)), (lambda: persistence.async_sqlite_saver(db))
+    else:
+        url = request.getfixturevalue("postgres_url")
+        yield (
+            (lambda: persistence.postgres_saver(url)),
+            (lambda: persistence.async_postgres_saver(url)),
+        )

@@ -7,7 +7,8 @@ write, or the thread's next one. :class:`PlanexecGraph` is the compiled graph wi
 in front of every way in (``invoke``/``stream`` and their async forms, which the LangGraph
 server also uses, and ``update_state`` in all its forms): a value that cannot be stored is
 refused with :class:`InvalidInputError` before anything is written, so the thread is left
-exactly as it was.
+exactly as it was. So is a resume (``None``, or any ``Command``) of a thread that has nothing
+to resume (:func:`check_resumable`): LangGraph would start it from its input node with no task.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, merge_configs
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 from pydantic import ValidationError
@@ -27,7 +30,7 @@ from planexec.errors import PlanexecError
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
 from planexec.storable import text_size, unstorable_reason
-from planexec.thread_lock import ahold, hold
+from planexec.thread_lock import ahold, hold, target
 
 MAX_TASK_CHARS = 20_000
 """Most characters of a task, or of feedback for the planner (each goes into a model prompt)."""
@@ -179,6 +182,60 @@ def _check_storable(value: Any, what: str) -> None:
         )
 
 
+def resumes(value: Any) -> bool:
+    """Say whether a run's input continues a thread (``None`` or a ``Command``) or starts one."""
+    return value is None or isinstance(value, Command)
+
+
+def saved_at(
+    graph: Any, config: RunnableConfig | None
+) -> tuple[BaseCheckpointSaver[Any], RunnableConfig] | None:
+    """Return the saver and the checkpoint a run of ``graph`` would continue from.
+
+    As LangGraph reads it: the thread's latest checkpoint, or the one ``checkpoint_id``
+    names (a root run given a ``checkpoint_ns`` runs on the thread's latest). None when the
+    run keeps no checkpoints, or is nested in another run (whose checkpoint it continues).
+    """
+    found = target(graph, config)
+    if found is None:
+        return None
+    saver, thread_id = found
+    configurable = ensure_config(merge_configs(graph.config, config)).get("configurable") or {}
+    wanted: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if configurable.get("checkpoint_id") and not configurable.get("checkpoint_ns"):
+        wanted["checkpoint_id"] = configurable["checkpoint_id"]
+    return saver, {"configurable": wanted}
+
+
+def nothing_to_resume(config: RunnableConfig) -> InvalidInputError:
+    """Build the refusal of a resume of a thread (or checkpoint) with no saved run."""
+    wanted = config.get("configurable") or {}
+    thread = f"thread {wanted.get('thread_id')}"
+    if wanted.get("checkpoint_id"):
+        return InvalidInputError(
+            f"{thread} has no checkpoint {wanted['checkpoint_id']}: nothing to resume there "
+            "(nothing was stored)"
+        )
+    return InvalidInputError(
+        f"{thread} has nothing to resume: no run has started on it; start one with "
+        "{'task': '...'} (nothing was stored)"
+    )
+
+
+def check_resumable(graph: Any, input: Any, config: RunnableConfig | None) -> None:
+    """Refuse a resume (``None`` or a ``Command``) of a thread that has no saved run."""
+    found = saved_at(graph, config) if resumes(input) else None
+    if found is not None and found[0].get_tuple(found[1]) is None:
+        raise nothing_to_resume(found[1])
+
+
+async def acheck_resumable(graph: Any, input: Any, config: RunnableConfig | None) -> None:
+    """Async :func:`check_resumable`."""
+    found = saved_at(graph, config) if resumes(input) else None
+    if found is not None and await found[0].aget_tuple(found[1]) is None:
+        raise nothing_to_resume(found[1])
+
+
 class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState]):
     """The compiled planexec graph, with :mod:`planexec.admission`'s gate on every way in."""
 
@@ -188,6 +245,7 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         """Check the input, hold the thread, then stream the run (``invoke`` comes here)."""
         input = check_input(input)
         with hold(self, config):
+            check_resumable(self, input, config)
             yield from super().stream(input, config, **kwargs)
 
     async def astream(
@@ -196,6 +254,7 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         """Check the input, hold the thread, then stream the run (``ainvoke``, the server)."""
         input = check_input(input)
         async with ahold(self, config):
+            await acheck_resumable(self, input, config)
             async for part in super().astream(input, config, **kwargs):
                 yield part
 

@@ -9,7 +9,6 @@ async API on planexec's model loop (:mod:`planexec.modelcalls`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -30,7 +29,16 @@ from planexec import modelcalls
 from planexec.graph import build_graph
 from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
-from tests.helpers import always_fails, echo, plan_of, plan_reply, step, text_reply, thread
+from tests.helpers import (
+    always_fails,
+    echo,
+    plan_of,
+    plan_reply,
+    savers,
+    step,
+    text_reply,
+    thread,
+)
 
 _nested: contextvars.ContextVar[bool] = contextvars.ContextVar("probe_nested", default=False)
 
@@ -437,30 +445,6 @@ class Gated(Probe):
             self._entered.set()
             await asyncio.Event().wait()  # held until the run is cancelled
         return await super()._agenerate(messages, *args, **kwargs)
-
-
-@contextlib.contextmanager
-def savers(kind: str, tmp_path: Any, request: Any) -> Iterator[tuple[Any, Any]]:
-    """(sync saver factory, async saver factory) of one store, as context managers."""
-    from planexec import persistence
-
-    if kind == "memory":
-        saver = InMemorySaver()
-
-        @contextlib.asynccontextmanager
-        async def same() -> AsyncIterator[Any]:
-            yield saver
-
-        yield (lambda: contextlib.nullcontext(saver)), same
-    elif kind == "sqlite":
-        db = tmp_path / "db" / "runs.sqlite"
-        yield (lambda: persistence.sqlite_saver(db)), (lambda: persistence.async_sqlite_saver(db))
-    else:
-        url = request.getfixturevalue("postgres_url")
-        yield (
-            (lambda: persistence.postgres_saver(url)),
-            (lambda: persistence.async_postgres_saver(url)),
-        )
 
 
 @pytest.mark.parametrize("store", ["memory", "sqlite", "postgres"])

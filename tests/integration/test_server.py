@@ -311,6 +311,33 @@ def test_planexec_errors_reach_server_users_with_their_message(server, run_conte
     assert no_key["__error__"]["message"].startswith("OPENAI_API_KEY is not set")
 
 
+def test_a_resume_of_a_thread_that_never_started_is_refused_over_the_api(server, run_context):
+    context, _ = run_context
+
+    async def scenario():
+        client = get_client(url=server)
+        thread = await client.threads.create()
+        refused = await client.runs.wait(
+            thread["thread_id"],
+            "planexec",
+            command={"resume": "approve"},
+            context=context,
+            raise_error=False,
+        )
+        state = await client.threads.get_state(thread["thread_id"])
+        history = await client.threads.get_history(thread["thread_id"])
+        asked = await client.runs.wait(
+            thread["thread_id"], "planexec", input={"task": "t"}, context=context
+        )
+        return refused, state, history, asked
+
+    refused, state, history, asked = asyncio.run(scenario())
+    assert refused["__error__"]["error"] == "InvalidInputError"
+    assert "nothing to resume" in refused["__error__"]["message"]
+    assert not state["values"] and history == []  # refused before anything was stored
+    assert asked["__interrupt__"][0]["value"]["type"] == "plan_approval"
+
+
 WRITE_STEPS_TEXT = json.dumps(WRITE["steps"])  # what Agent Chat UI's textarea sends back
 ANSWER_STYLES = {
     "planexec": ({"action": "approve"}, "succeeded"),

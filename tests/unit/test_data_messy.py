@@ -217,7 +217,7 @@ def test_xlsx_is_read_and_old_xls_is_refused(tmp_path):
         stats_of(tmp_path, "old.xls")
 
 
-def test_mixed_utc_offsets_are_normalised_to_utc(tmp_path):
+def test_mixed_utc_offsets_are_normalised_to_utc_when_asked(tmp_path):
     stamps = [
         "2025-03-30T01:30:00+01:00",
         "2025-03-31T23:30:00+02:00",
@@ -242,9 +242,16 @@ def test_mixed_utc_offsets_are_normalised_to_utc(tmp_path):
     expected: dict[str, Decimal] = defaultdict(Decimal)
     for s, v in zip(stamps, values, strict=True):
         expected[dt.datetime.fromisoformat(s).astimezone(dt.UTC).strftime("%Y-%m")] += v
-    stats = stats_of(tmp_path, "s.csv", group_by=None)
+    stats = stats_of(tmp_path, "s.csv", group_by=None, options={"utc": True})
     assert {p["period"]: Decimal(str(p["value"])) for p in stats["by_period"]} == expected
     assert expected["2025-03"] == Decimal("60.75")  # 00:30+02:00 on 1 April is March in UTC
+    local = stats_of(tmp_path, "s.csv", group_by=None)  # by default: the dates as written
+    assert {p["period"]: Decimal(str(p["value"])) for p in local["by_period"]} == {
+        "2025-03": Decimal("30.75"),
+        "2025-04": Decimal("70"),
+        "2025-10": Decimal("5"),
+        "2025-11": Decimal("7.75"),
+    }
 
 
 def test_header_only_file_is_refused(tmp_path):
@@ -339,7 +346,7 @@ def test_a_workbook_sheet_is_chosen_by_name_or_index_and_a_missing_one_refused(t
     assert "\n" not in str(missing.value)
 
 
-def test_timezone_aware_parquet_is_read_in_utc(tmp_path):
+def test_timezone_aware_parquet_is_read_in_utc_when_asked(tmp_path):
     stamps = ["2025-03-31T23:30:00+02:00", "2025-04-01T00:30:00+02:00", "2025-04-02T12:00:00+02:00"]
     frame = pd.DataFrame(
         {
@@ -348,7 +355,7 @@ def test_timezone_aware_parquet_is_read_in_utc(tmp_path):
         }
     )
     frame.to_parquet(tmp_path / "s.parquet")
-    stats = stats_of(tmp_path, "s.parquet", group_by=None)
+    stats = stats_of(tmp_path, "s.parquet", group_by=None, options={"utc": True})
     assert {p["period"]: p["value"] for p in stats["by_period"]} == {
         "2025-03": 30.75,  # 23:30 and 00:30 (+02:00) on 31 March / 1 April are March in UTC
         "2025-04": 30.0,

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import filecmp
 import json
 import os
 import shutil
+import stat
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -15,11 +15,12 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 
 from planexec.context import Context
+from planexec.errors import WorkspaceError
 from planexec.plan import PlanValidationError, goal_of_task, to_doc, validate_plan
 from planexec.runs.db import RunError, is_postgres
 from planexec.sandbox import Sandbox, check_thread_id
 from planexec.state import PlanDoc
-from planexec.tools import ToolRegistry, default_registry
+from planexec.tools import ToolRegistry, Workspace, default_registry
 
 PathLike = str | os.PathLike[str]
 
@@ -123,8 +124,12 @@ def copy_data(files: list[Path], workspace: Path) -> None:
     """Copy the user's data files into the run's workspace; never overwrite a different file.
 
     Everything is checked before the first copy: a refusal leaves every folder as it was.
+    The copies are written as tools write files (:meth:`Workspace.open_write`), so a link in
+    the workspace is never written through.
     """
     named: dict[str, Path] = {}
+    there = Workspace(workspace) if workspace.is_dir() else None
+    present: set[str] = set()
     for item in files:
         if not item.is_file():
             raise RunError(f"data file {item} does not exist or is not a file")
@@ -133,17 +138,43 @@ def copy_data(files: list[Path], workspace: Path) -> None:
                 f"data files {named[item.name]} and {item} have the same name: both would be "
                 f"{item.name} in the workspace; rename one"
             )
-        target = workspace / item.name
-        if target.is_dir() or target.exists() and not filecmp.cmp(item, target, shallow=False):
-            raise RunError(
-                f"the workspace {workspace} already has a different {item.name}: copying {item} "
-                "would overwrite it; rename one, or use another workspace"
-            )
+        try:
+            found = there.info(item.name) if there is not None else None
+            if found is not None and not (
+                stat.S_ISREG(found.st_mode) and _same(item, there, item.name)
+            ):
+                raise RunError(
+                    f"the workspace {workspace} already has a different {item.name}: copying "
+                    f"{item} would overwrite it; rename one, or use another workspace"
+                )
+        except WorkspaceError as exc:
+            raise RunError(f"cannot copy {item} into the workspace {workspace}: {exc}") from None
+        if found is not None:
+            present.add(item.name)  # it already holds the same bytes
         named[item.name] = item
-    workspace.mkdir(parents=True, exist_ok=True)
+    into = Workspace(workspace)
     for name, item in named.items():
-        if not (workspace / name).exists():  # one there already holds the same bytes
-            shutil.copy(item, workspace / name)
+        if name not in present:
+            try:
+                with item.open("rb") as source, into.open_write(name) as copy:
+                    shutil.copyfileobj(source, copy)
+            except WorkspaceError as exc:
+                raise RunError(
+                    f"cannot copy {item} into the workspace {workspace}: {exc}"
+                ) from None
+
+
+def _same(item: Path, workspace: Workspace | None, name: str) -> bool:
+    """Say whether the workspace's file ``name`` holds the same bytes as ``item``."""
+    if workspace is None:
+        return False
+    with item.open("rb") as mine, workspace.open_read(name) as theirs:
+        while True:
+            chunk = mine.read(1 << 20)
+            if chunk != theirs.read(1 << 20):
+                return False
+            if not chunk:
+                return True
 
 
 def run_settings(context: Context, sandbox: Sandbox | None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ cut to a bounded length, so a file cannot add lines (instructions) to the planne
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from itertools import islice
@@ -17,7 +18,7 @@ import pandas as pd
 
 from planexec.errors import PlanexecError
 from planexec.tools.data.coercion import as_numbers
-from planexec.tools.data.dates import as_dates
+from planexec.tools.data.dates import as_dates, clock
 from planexec.tools.data.reading import EXCEL_SUFFIXES, TEXT_SUFFIXES, is_text, read_dataset
 from planexec.tools.workspace import Workspace, use_workspace
 
@@ -66,8 +67,9 @@ def column_kind(series: pd.Series[Any], name: str) -> str:
     except PlanexecError:
         pass
     try:
-        if not as_dates(series, name).lost:
-            return "date"
+        dates = as_dates(series, name)
+        if not dates.lost:
+            return f"date ({clock(dates)})" if dates.time else "date"
     except PlanexecError as exc:
         if "day- or month-first" in str(exc):
             return "date (day/month order unclear)"
@@ -94,7 +96,7 @@ def table_profile(workspace: Workspace, relative: str) -> str:
     return f"; columns{how}: " + "; ".join(shown) + more
 
 
-def remembered_profile(workspace: Workspace, path: Path, relative: str) -> str:
+def remembered_profile(workspace: Workspace, info: os.stat_result, relative: str) -> str:
     """Return :func:`table_profile`, read again only when the file has changed.
 
     A file is known by its device, inode, size and modification and change times (ns), and
@@ -102,10 +104,17 @@ def remembered_profile(workspace: Workspace, path: Path, relative: str) -> str:
     files), so a rewrite always shows. Reading a table to profile it is what delays a
     planner's first token in a workspace with tables.
     """
-    info = path.stat()
     if time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < SETTLED_NS:
         return table_profile(workspace, relative)
-    key = (str(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    key = (
+        str(workspace.root),
+        relative,
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+    )
     with _profiles_lock:
         known = _profiles.get(key)
     if known is not None:
@@ -120,14 +129,19 @@ def remembered_profile(workspace: Workspace, path: Path, relative: str) -> str:
 
 def workspace_files(workspace: Workspace) -> str:
     """List (some of) the workspace's files for the planner's prompt, tables with columns."""
-    files = list(islice(workspace.iter_files(), MAX_LISTED_FILES + 1))
+    files = list(islice(workspace.files(), MAX_LISTED_FILES + 1))
     found, profiled = [], 0
-    for path in files[:MAX_LISTED_FILES]:
-        relative = workspace.relative(path)
-        line = f"- {_plain(relative)} ({path.stat().st_size} bytes)"
+    for relative in files[:MAX_LISTED_FILES]:
+        try:
+            info = workspace.info(relative)
+        except PlanexecError:  # swapped for a link or a special file since it was listed
+            continue
+        if info is None:  # gone since it was listed
+            continue
+        line = f"- {_plain(relative)} ({info.st_size} bytes)"
         if Path(relative).suffix.lower() in TABLE_SUFFIXES and profiled < MAX_PROFILED_FILES:
             profiled += 1
-            line += remembered_profile(workspace, path, relative)
+            line += remembered_profile(workspace, info, relative)
         found.append(line)
     if len(files) > MAX_LISTED_FILES:
         found.append("- …")

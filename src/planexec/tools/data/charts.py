@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
 import numpy as np
@@ -61,12 +62,14 @@ def _dates(cols: Columns, x: str, options: ReadOptions | None) -> pd.Series[Any]
     try:  # a sample first: a column of names or ids costs no full parse
         if as_dates(series.dropna().head(1000), x).lost:
             return None
-        coerced = as_dates(series, x, (options or ReadOptions()).date_format)
+        dates = cols.dates(x, options)
     except ToolError:
         return None  # text that is not dates: categories
-    if coerced.lost:
+    if cols.lost.get(x) and cols.lost[x].lost:
+        del cols.lost[x]  # categories, not dates with a few unreadable values
+        cols.times.pop(x, None)
         return None
-    return coerced.values
+    return dates
 
 
 def _money(ax: Any, unit: str | None) -> Any:
@@ -92,7 +95,8 @@ def generate_chart(
 ) -> dict[str, Any]:
     """Draw a PNG chart of column y against x, from rows given as data or from a dataset file.
 
-    Many rows are summed per x (per month for dates) before drawing. Axes are labelled from
+    Many rows are summed per x (per month for dates: the local months written in the data,
+    or UTC months with options.utc=true) before drawing. Axes are labelled from
     the columns with thousands separators (and the unit, e.g. "USD"); bars start at zero; a
     line chart of 3+ points shows its least-squares trend (without the last point when that
     is an anomaly, as detect_trends' without_last) and rings anomalies (|z| > 2).
@@ -131,7 +135,9 @@ def generate_chart(
         step = max(1, len(labels) // 24)
         ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
     ax.set_title(title + (f" ({note})" if note else ""))
-    x_label = f"{x} (month)" if note == "sum per month" else x
+    said = cols.time(x) if x in cols.frame.columns else None
+    clock = ("UTC" if said.startswith("UTC") else "local time") if said else None
+    x_label = f"{x} (month{f', {clock}' if clock else ''})" if note == "sum per month" else x
     y_label = f"{y} ({unit})" if unit else y
     if kind != "pie":
         ax.set_xlabel(x_label)
@@ -140,18 +146,18 @@ def generate_chart(
         ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     workspace = current_workspace()
-    out = workspace.prepare_output(output_path)
-    if out.suffix.lower() != ".png":
+    if PurePosixPath(workspace.name(output_path)).suffix.lower() != ".png":
         raise ToolError("output_path must end in .png")
-    fig.savefig(out, format="png")
+    with workspace.open_write(output_path) as out:
+        fig.savefig(out, format="png")
     found = {
-        "path": workspace.relative(out),
+        "path": workspace.name(output_path),
         "kind": kind,
         "points": int(np.isfinite(values).sum()),
         "x_label": x_label,
         "y_label": y_label,
     }
-    return found | ({"aggregated": note} if note else {})
+    return found | ({"aggregated": note} if note else {}) | ({"dates": said} if said else {})
 
 
 def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]], labels: list[str]) -> None:

@@ -10,7 +10,8 @@ from langchain_core.tools import tool
 
 from planexec.errors import ToolError
 from planexec.tools.data.coercion import as_numbers
-from planexec.tools.data.columns import UNITS, Columns
+from planexec.tools.data.columns import DATES, UNITS, Columns
+from planexec.tools.data.dates import utc_offsets
 from planexec.tools.data.reading import ReadOptions, is_text, read_dataset
 from planexec.tools.workspace import current_workspace
 
@@ -27,8 +28,9 @@ def _convert(
 ) -> dict[str, str]:
     frame, converted = cols.frame, {}
     for col in dates:
+        written = frame[col]
         frame[col] = cols.dates(col, options)
-        converted[col] = "datetime (UTC)"
+        converted[col] = _dates_kept(cols, col, written, options)
     candidates = (
         numbers
         if numbers is not None
@@ -55,6 +57,28 @@ def _convert(
     return converted
 
 
+def _dates_kept(
+    cols: Columns, col: str, written: pd.Series[Any], options: ReadOptions | None
+) -> str:
+    """Keep a converted date column's UTC offsets as written, next to it; say what was done.
+
+    Local times (the default) keep their offsets in ``<col>_utc_offset``: the same wall time
+    at two offsets (the hour that repeats when summer time ends) is two moments, not a
+    duplicate, and a later step may still convert to UTC from the cleaned file's source.
+    """
+    said = cols.time(col)
+    if options is not None and options.utc:
+        return "datetime (UTC)"
+    offsets = utc_offsets(written) if said else None  # None: no offsets read as such
+    if offsets is None:
+        return f"datetime ({said.split(';')[0]})" if said else "datetime"
+    name = f"{col}_utc_offset"
+    while name in cols.frame.columns:
+        name += "_"
+    cols.frame.insert(list(cols.frame.columns).index(col) + 1, name, offsets.to_numpy())
+    return f"datetime ({(said or 'local time').split(';')[0]}; its offsets in {name!r})"
+
+
 @tool
 def clean_data(
     dataset: str,
@@ -67,9 +91,11 @@ def clean_data(
 ) -> dict[str, Any]:
     """Clean a dataset and save it as Parquet.
 
-    In order: trims text, converts date_columns to UTC dates and numeric_columns to numbers
+    In order: trims text, converts date_columns to dates and numeric_columns to numbers
     (by default columns named like "date" become dates, and text columns of numbers,
-    currency amounts included, become numbers). A conversion that would turn more than 5%
+    currency amounts included, become numbers). Dates with UTC offsets keep the local date
+    and time written, their offsets in a "<column>_utc_offset" column next to them
+    (options.utc=true: converted to UTC instead). A conversion that would turn more than 5%
     of a column's values into nulls is refused with what to pass instead. Then drops
     duplicate rows (equal in dedupe_on, or in every column) and rows with a null in
     required_columns (default: any column). Returns the new dataset's path and what was
@@ -82,6 +108,7 @@ def clean_data(
         if date_columns is not None
         else [str(c) for c in frame.columns if "date" in str(c).lower()]
     )
+    columns = list(map(str, frame.columns))
     cols = Columns(frame, source)
     converted = _convert(
         cols,
@@ -90,20 +117,23 @@ def clean_data(
         options,
     )
     deduped = frame.drop_duplicates(subset=_require(frame, dedupe_on) or None)
-    required = _require(frame, required_columns) or list(map(str, frame.columns))
+    required = _require(frame, required_columns) or columns  # not the offsets: may be blank
     incomplete = deduped[required].isna()
     cleaned = deduped[~incomplete.any(axis=1)].reset_index(drop=True)
     workspace = current_workspace()
     target = output_path or f"{Path(dataset).with_suffix('').as_posix()}.clean.parquet"
-    out = workspace.prepare_output(target)
-    cleaned.attrs = {UNITS: {c: u for c in cleaned.columns if (u := cols.unit(str(c)))}}
-    cleaned.to_parquet(out, index=False)
+    cleaned.attrs = {
+        UNITS: {c: u for c in cleaned.columns if (u := cols.unit(str(c)))},
+        DATES: {c: t for c in dates if (t := cols.time(c))},
+    }
+    with workspace.open_write(target) as out:
+        cleaned.to_parquet(out, index=False)
     same = ", ".join(dedupe_on) if dedupe_on else "values in every column"
     removed = [{"rows": before - len(deduped), "why": f"duplicate rows (same {same})"}]
     first_missing = incomplete.idxmax(axis=1)[incomplete.any(axis=1)].value_counts()
     removed += [{"rows": int(n), "why": f"no value in {col!r}"} for col, n in first_missing.items()]
     return {
-        "dataset": workspace.relative(out),
+        "dataset": workspace.name(target),
         "rows_before": before,
         "rows_after": len(cleaned),
         "removed_duplicates": before - len(deduped),

@@ -30,6 +30,10 @@ class Coerced:
     lost: int = 0
     examples: list[str] = field(default_factory=list)
     unit: str | None = None
+    time: str | None = None
+    """For dates: which clock they are in, when the data says (UTC offsets, a zone)."""
+    offsets: tuple[str, ...] = ()
+    """For dates: the UTC offsets written in the column (``+01:00``), in order."""
 
 
 def checked(

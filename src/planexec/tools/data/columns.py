@@ -1,4 +1,4 @@
-"""Reading the columns a tool uses, converted: numbers as numbers, dates as UTC dates."""
+"""Reading the columns a tool uses, converted: numbers as numbers, dates as dates."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ Period = Literal["D", "W", "M", "Q", "Y"]
 MAX_PERIODS = 500
 UNITS = "planexec_units"
 """The Parquet metadata key (``DataFrame.attrs``) of the columns' currencies."""
+DATES = "planexec_dates"
+"""The Parquet metadata key of the date columns' clocks (local time as written, or UTC)."""
 
 
 @dataclass
@@ -26,6 +28,7 @@ class Columns:
     frame: pd.DataFrame
     source: Source
     lost: dict[str, Coerced] = field(default_factory=dict)
+    times: dict[str, str] = field(default_factory=dict)
 
     def numbers(self, name: str) -> pd.Series[Any]:
         """Return a column as numbers (refusing a column that is mostly not numbers)."""
@@ -34,10 +37,40 @@ class Columns:
         return coerced.values
 
     def dates(self, name: str, options: ReadOptions | None) -> pd.Series[Any]:
-        """Return a column as dates (refusing a column that is mostly not dates)."""
-        coerced = as_dates(self.frame[name], name, (options or ReadOptions()).date_format)
+        """Return a column as dates (refusing a column that is mostly not dates).
+
+        Local time as written, or UTC with ``options.utc``; :meth:`time` then says which.
+        """
+        opts = options or ReadOptions()
+        column = self.frame[name]
+        saved = self.saved_time(name)
+        if (
+            saved
+            and opts.utc
+            and not saved.startswith("UTC")
+            and pd.api.types.is_datetime64_any_dtype(column.dtype)
+            and getattr(column.dt, "tz", None) is None
+        ):
+            raise ToolError(
+                f"column {name!r} holds the local times written in the data ({saved}): "
+                "it was cleaned without options.utc; clean the source again with "
+                "options.utc=true for UTC dates"
+            )
+        coerced = as_dates(column, name, opts.date_format, opts.utc)
         self.note(name, coerced)
+        said = coerced.time or saved
+        if said:
+            self.times[name] = said
         return coerced.values
+
+    def time(self, name: str) -> str | None:
+        """Say which clock a date column read by :meth:`dates` is in, when the data says."""
+        return self.times.get(name)
+
+    def saved_time(self, name: str) -> str | None:
+        """Return what a cleaned file says of a date column's clock (``DATES`` metadata)."""
+        saved = self.frame.attrs.get(DATES) or {}
+        return str(saved[name]) if isinstance(saved, dict) and name in saved else None
 
     def note(self, name: str, coerced: Coerced) -> None:
         """Remember what converting a column lost, and its currency."""

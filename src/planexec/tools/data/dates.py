@@ -1,10 +1,18 @@
-"""Turning a column into UTC dates: ISO (any offsets), day- or month-first, Excel serials."""
+"""Turning a column into dates: ISO (any offsets), day- or month-first, Excel serials.
+
+A timestamp written with a UTC offset (``2025-02-01T00:30:00+01:00``) is read as the local
+date and time written in it (``2025-02-01 00:30``), the clock the data was written in, so a
+sale in the first hours of a month stays in that month; with ``utc=True`` it is converted to
+UTC instead. A column with a time zone (Parquet, Excel) is read in its own zone, or in UTC.
+Either way :attr:`Coerced.time` says which, and the offsets the column holds.
+"""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from planexec.errors import ToolError
@@ -13,13 +21,33 @@ from planexec.tools.data.reading import is_text
 
 SLASHED = re.compile(r"^\s*(\d{1,2})([/.-])(\d{1,2})\2(\d{2,4})(?:[ T].*)?$")
 EXCEL_SERIALS = (20_000, 80_000)  # 1954-10-03 .. 2119-01-10: other numbers are not dates
+OFFSET = re.compile(
+    r"(?:[+-]\d\d:\d\d|(?<=[\d ])[+-]\d{4}|(?<=:\d\d)[+-]\d\d|(?<=\.\d)[+-]\d\d|(?<=\.\d\d)[+-]\d\d"
+    r"|(?<=[\d ])Z)$"
+)
+"""A UTC offset ending a value's last 6 characters: ``+01:00``, or ``+0100`` or ``Z`` after a
+digit, or ``-05`` after a time's minutes, seconds or fraction (``2025-01``'s ``-01`` is none)."""
+TAIL = 6
+UTC_HINT = "options.utc=true groups in UTC"
 
 
-def as_dates(series: pd.Series[Any], name: str, date_format: str | None = None) -> Coerced:
-    """Return the column as UTC dates (no zone): ISO, day/month-first, Excel serials."""
+def as_dates(
+    series: pd.Series[Any], name: str, date_format: str | None = None, utc: bool = False
+) -> Coerced:
+    """Return the column as dates without a zone: local time as written, or UTC if ``utc``.
+
+    ISO (with or without offsets, mixed ones included), day/month-first, Excel serials.
+    """
+    coerced = _as_dates(series, name, date_format, utc)
+    if utc and coerced.time is None:
+        coerced.time = "UTC (no UTC offsets in the data: times as written)"
+    return coerced
+
+
+def _as_dates(series: pd.Series[Any], name: str, date_format: str | None, utc: bool) -> Coerced:
     hint = 'pass options.date_format ("dayfirst", "monthfirst", "excel" or e.g. "%d.%m.%Y")'
     if pd.api.types.is_datetime64_any_dtype(series.dtype):
-        return Coerced(_naive_utc(series))
+        return _zoned(series, utc)
     if pd.api.types.is_numeric_dtype(series.dtype) and not pd.api.types.is_bool_dtype(series.dtype):
         return _excel(series, name, date_format, hint)
     if not is_text(series):
@@ -28,16 +56,106 @@ def as_dates(series: pd.Series[Any], name: str, date_format: str | None = None) 
         return _excel(pd.to_numeric(series, errors="coerce"), name, date_format, hint)
     distinct = pd.Series(series.unique()).dropna().astype("string")
     fmt = _text_format(distinct, name, date_format, hint)
+    seen: set[int] = set()
+    zoned = fmt == "ISO8601" or "%z" in fmt  # only these formats can hold an offset
 
     def parse(values: pd.Series[Any]) -> pd.Series[Any]:
         text = values.astype("string")
-        return _naive_utc(pd.to_datetime(text, format=fmt, errors="coerce", utc=True))
+        instants = pd.to_datetime(text, format=fmt, errors="coerce", utc=True)
+        minutes = (_offset_minutes(text) if zoned else pd.Series(np.nan, text.index)).where(
+            instants.notna()
+        )
+        seen.update(int(m) for m in minutes.dropna().unique())
+        clock: pd.Series[Any] = instants.dt.tz_localize(None)
+        if utc or minutes.isna().all():
+            return clock  # naive values are as written either way
+        return clock + pd.to_timedelta(minutes.fillna(0), unit="min")
 
     try:
         parsed = per_unique(series, parse)
     except ValueError as exc:  # a bad strftime directive given in options.date_format
         raise ToolError(f"column {name!r}: date_format {fmt!r} is not usable: {exc}") from None
-    return checked(name, series, parsed, "dates", hint)
+    result = checked(name, series, parsed, "dates", hint)
+    result.offsets = tuple(offset_text(m) for m in sorted(seen))
+    result.time = _said(result.offsets, utc)
+    return result
+
+
+def utc_offsets(series: pd.Series[Any]) -> pd.Series[Any] | None:
+    """Return each value's UTC offset as written (``+01:00``), None if the column has none."""
+    if pd.api.types.is_datetime64_any_dtype(series.dtype):
+        if getattr(series.dt, "tz", None) is None:
+            return None
+        minutes = series.map(
+            lambda v: v.utcoffset().total_seconds() / 60 if v is not pd.NaT else None
+        )
+    elif is_text(series):
+        minutes = per_unique(series, lambda values: _offset_minutes(values.astype("string")))
+    else:
+        return None
+    if minutes.isna().all():
+        return None
+    texts = {m: offset_text(int(m)) for m in minutes.dropna().unique()}
+    return minutes.map(texts).astype("string")
+
+
+def offset_text(minutes: int) -> str:
+    """Write an offset in minutes as ISO does: ``+01:00``, ``-05:30``."""
+    sign = "-" if minutes < 0 else "+"
+    hours, rest = divmod(abs(minutes), 60)
+    return f"{sign}{hours:02}:{rest:02}"
+
+
+def _offset_minutes(text: pd.Series[Any]) -> pd.Series[Any]:
+    """Return the UTC offset written at the end of each value, in minutes (or NaN).
+
+    Only the distinct last :data:`TAIL` characters are matched: a column of a million
+    timestamps has a handful of offsets, so this costs a slice, not a million matches.
+    """
+    codes, tails = pd.factorize(text.str.slice(-TAIL), use_na_sentinel=True)
+    found = [OFFSET.search(str(tail)) for tail in tails]
+    minutes = np.array([_minutes(m.group()) if m else np.nan for m in found] + [np.nan])
+    return pd.Series(minutes[codes], index=text.index, dtype="float64")
+
+
+def _minutes(offset: str) -> float:
+    """Return an offset in minutes, NaN for what cannot be one (``+2025``)."""
+    if offset == "Z":
+        return 0.0
+    digits = offset[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:4] or 0)
+    if hours > 14 or minutes >= 60:
+        return np.nan
+    value = hours * 60 + minutes
+    return float(-value if offset.startswith("-") else value)
+
+
+def clock(dates: Coerced) -> str:
+    """Say briefly which clock a date column was read in (``local time, UTC offsets +01:00``)."""
+    if dates.offsets and not (dates.time or "").startswith("UTC"):
+        return f"local time, UTC offsets {', '.join(dates.offsets)}"
+    return (dates.time or "as written").split(";")[0]
+
+
+def _said(offsets: tuple[str, ...], utc: bool) -> str | None:
+    """Say which clock dates are in: None for dates written without offsets, read as written."""
+    listed = ", ".join(offsets)
+    if not offsets:
+        return None
+    if utc:
+        return f"UTC (converted from the UTC offsets written: {listed})"
+    return f"local time as written (UTC offsets {listed}); {UTC_HINT}"
+
+
+def _zoned(series: pd.Series[Any], utc: bool) -> Coerced:
+    """Read a datetime column: naive as it is; with a zone, in that zone (or in UTC)."""
+    zone = getattr(series.dt, "tz", None)
+    if zone is None:
+        return Coerced(series)
+    if utc:
+        converted: pd.Series[Any] = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        return Coerced(converted, time=f"UTC (converted from {zone})")
+    return Coerced(series.dt.tz_localize(None), time=f"local time in {zone}; {UTC_HINT}")
 
 
 def _text_format(text: pd.Series[Any], name: str, date_format: str | None, hint: str) -> str:
@@ -70,10 +188,3 @@ def _excel(series: pd.Series[Any], name: str, date_format: str | None, hint: str
         raise ToolError(f"column {name!r} holds numbers that are not Excel serial dates; {hint}")
     dates = pd.to_datetime(numbers.where(inside), unit="D", origin="1899-12-30")
     return checked(name, series, dates, "dates", hint)
-
-
-def _naive_utc(series: pd.Series[Any]) -> pd.Series[Any]:
-    if getattr(series.dt, "tz", None) is not None:
-        converted: pd.Series[Any] = series.dt.tz_convert("UTC").dt.tz_localize(None)
-        return converted
-    return series

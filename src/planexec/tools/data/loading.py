@@ -45,9 +45,8 @@ def load_csv(path: str, options: ReadOptions | None = None) -> dict[str, Any]:
     what to pass. Returns rows, column types, nulls and duplicates.
     """
     frame, source = read_dataset(path, options=options)
-    workspace = current_workspace()
     return {
-        "dataset": workspace.relative(workspace.resolve(path)),
+        "dataset": current_workspace().name(path),
         "source": {
             "format": source.format,
             "encoding": source.encoding,

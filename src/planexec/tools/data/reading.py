@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Literal
+from pathlib import PurePosixPath
+from typing import Any, BinaryIO, Literal
 
 import pandas as pd
 from pydantic import BaseModel, Field
@@ -30,6 +30,11 @@ class ReadOptions(BaseModel):
         None,
         description='"dayfirst", "monthfirst", "excel" (serial numbers) or a strftime format',
     )
+    utc: bool = Field(
+        False,
+        description="true: dates with UTC offsets or a time zone are converted to UTC (months "
+        "are UTC months); default: the local date and time written in the data",
+    )
 
 
 @dataclass(frozen=True)
@@ -50,19 +55,34 @@ def read_dataset(
 ) -> tuple[pd.DataFrame, Source]:
     """Read a workspace file (only ``columns``, if given); refuse what cannot be read right."""
     opts = options or ReadOptions()
-    path = current_workspace().resolve(dataset, must_exist=True)
-    suffix = path.suffix.lower()
+    suffix = PurePosixPath(current_workspace().name(dataset)).suffix.lower()
+    with current_workspace().open_read(dataset) as handle:  # the readers get this handle
+        frame, source = _read(handle, dataset, suffix, columns, opts, nrows)
+    if columns:
+        frame = frame[list(columns)]
+    if frame.empty and len(frame.columns) and nrows != 0:
+        raise ToolError(f"{dataset!r} has a header but no rows of data")
+    return _trimmed(frame), source
+
+
+def _read(
+    handle: BinaryIO,
+    dataset: str,
+    suffix: str,
+    columns: Sequence[str] | None,
+    opts: ReadOptions,
+    nrows: int | None,
+) -> tuple[pd.DataFrame, Source]:
     try:
         if suffix == ".parquet":
-            frame, source = _read_parquet(path, columns, nrows), Source("parquet")
-        elif suffix in EXCEL_SUFFIXES:
-            frame, source = _read_excel(path, columns, opts, nrows), Source("excel")
-        elif suffix == ".xls":
+            return _read_parquet(handle, columns, nrows), Source("parquet")
+        if suffix in EXCEL_SUFFIXES:
+            return _read_excel(handle, columns, opts, nrows), Source("excel")
+        if suffix == ".xls":
             raise ToolError(f"{dataset!r} is an old .xls workbook: save it as .xlsx or CSV")
-        elif suffix in TEXT_SUFFIXES:
-            frame, source = _read_text(path, columns, opts, nrows)
-        else:
-            raise ToolError(f"{dataset!r}: not a table (read CSV, TSV, .xlsx or Parquet files)")
+        if suffix in TEXT_SUFFIXES:
+            return _read_text(handle, dataset, columns, opts, nrows)
+        raise ToolError(f"{dataset!r}: not a table (read CSV, TSV, .xlsx or Parquet files)")
     except UnicodeDecodeError as exc:
         raise ToolError(
             f"{dataset!r} is not valid {exc.encoding} text: pass options.encoding "
@@ -75,11 +95,6 @@ def read_dataset(
         if missing:
             raise ToolError(missing) from None
         raise ToolError(f"cannot read {dataset!r} as a table: {exc}") from None
-    if columns:
-        frame = frame[list(columns)]
-    if frame.empty and len(frame.columns) and nrows != 0:
-        raise ToolError(f"{dataset!r} has a header but no rows of data")
-    return _trimmed(frame), source
 
 
 def _listed(columns: Sequence[str] | None) -> list[str] | None:
@@ -96,41 +111,50 @@ def _missing(dataset: str, wanted: Sequence[str], opts: ReadOptions) -> str | No
     return f"no column {absent[0]!r} in {dataset!r} (columns: {shown})"
 
 
-def _read_parquet(path: Path, columns: Sequence[str] | None, nrows: int | None) -> pd.DataFrame:
+def _read_parquet(
+    handle: BinaryIO, columns: Sequence[str] | None, nrows: int | None
+) -> pd.DataFrame:
     if nrows is None:
-        return pd.read_parquet(path, columns=_listed(columns))
+        return pd.read_parquet(handle, columns=_listed(columns))
     import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
-    batches = pq.ParquetFile(path).iter_batches(batch_size=max(nrows, 1), columns=_listed(columns))
+    batches = pq.ParquetFile(handle).iter_batches(
+        batch_size=max(nrows, 1), columns=_listed(columns)
+    )
     first = next(batches, None)
     if first is None:
-        return pd.read_parquet(path, columns=_listed(columns))
+        handle.seek(0)
+        return pd.read_parquet(handle, columns=_listed(columns))
     head: pd.DataFrame = first.to_pandas().head(nrows)
     return head
 
 
 def _read_excel(
-    path: Path, columns: Sequence[str] | None, opts: ReadOptions, nrows: int | None
+    handle: BinaryIO, columns: Sequence[str] | None, opts: ReadOptions, nrows: int | None
 ) -> pd.DataFrame:
     sheet = opts.sheet if opts.sheet is not None else 0
     return pd.read_excel(
-        path, sheet_name=sheet, usecols=_listed(columns), nrows=nrows, engine="openpyxl"
+        handle, sheet_name=sheet, usecols=_listed(columns), nrows=nrows, engine="openpyxl"
     )
 
 
 def _read_text(
-    path: Path, columns: Sequence[str] | None, opts: ReadOptions, nrows: int | None
+    handle: BinaryIO,
+    dataset: str,
+    columns: Sequence[str] | None,
+    opts: ReadOptions,
+    nrows: int | None,
 ) -> tuple[pd.DataFrame, Source]:
-    with path.open("rb") as handle:
-        head = handle.read(sniffing.SAMPLE_BYTES)
+    head = handle.read(sniffing.SAMPLE_BYTES)
+    handle.seek(0)
     if not head.strip():
-        raise ToolError(f"{path.name!r} is empty")
+        raise ToolError(f"{PurePosixPath(dataset).name!r} is empty")
     encoding = opts.encoding or sniffing.sniff_encoding(head)
     sample = head.decode(encoding, errors="ignore")
     delimiter = opts.delimiter or sniffing.sniff_delimiter(sample)
     decimal = opts.decimal or sniffing.sniff_decimal(sample, delimiter)
     frame = pd.read_csv(
-        path,
+        handle,
         sep=delimiter,
         decimal=decimal,
         encoding=encoding,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import posixpath
 from typing import Any
 
 from langchain_core.tools import tool
 
+from planexec.errors import WorkspaceError
 from planexec.tools.workspace import current_workspace
 
 
@@ -87,7 +88,7 @@ def stats_part(stats: dict[str, Any]) -> list[str]:
             {"period": p["period"], "value": p["value"], "growth_pct": growth.get(p["period"], "")}
             for p in stats["by_period"]
         ]
-        parts += ["### By period\n", table(rows)]
+        parts += ["### By period\n"] + _dates(stats) + [table(rows)]
     if stats.get("breakdown"):
         parts += ["### Breakdown\n", table(stats["breakdown"])]
     return parts
@@ -109,7 +110,19 @@ def trends_part(trends: dict[str, Any]) -> list[str]:
             f"**{without.get('direction')}**, {fmt(without.get('slope_per_period'))} per period "
             f"({fmt(without.get('change_pct'))}% from first to the period before last).\n"
         )
-    return ["## Trend\n", text, "### Anomalies\n", table(trends.get("anomalies", []))]
+    return [
+        "## Trend\n",
+        *_dates(trends),
+        text,
+        "### Anomalies\n",
+        table(trends.get("anomalies", [])),
+    ]
+
+
+def _dates(found: dict[str, Any]) -> list[str]:
+    """Say which clock the periods are in, as the tool that made them said it."""
+    said = found.get("dates")
+    return [f"Periods: {fmt(said).split(';')[0]}.\n"] if isinstance(said, str) and said else []
 
 
 def cleaning_part(cleaning: dict[str, Any]) -> list[str]:
@@ -165,17 +178,18 @@ def write_report(
     if cleaning:
         parts += cleaning_part(cleaning)
     workspace = current_workspace()
-    out = workspace.prepare_output(output_path)
+    out = workspace.name(output_path)
     if chart_path:
-        chart = workspace.resolve(chart_path, must_exist=True)
-        link = Path(chart).relative_to(out.parent) if chart.is_relative_to(out.parent) else chart
-        parts.append(f"## Chart\n\n![{title}]({Path(link).as_posix()})\n")
+        if workspace.info(chart_path) is None:
+            raise WorkspaceError(f"{chart_path!r} does not exist in the workspace")
+        link = posixpath.relpath(workspace.name(chart_path), posixpath.dirname(out) or ".")
+        parts.append(f"## Chart\n\n![{title}]({link})\n")
     for section in sections or []:
         parts.append(f"## {section.get('heading', '')}\n\n{section.get('body', '')}\n")
     text = "\n".join(parts)
-    out.write_text(text, encoding="utf-8")
+    workspace.write_bytes(output_path, text.encode("utf-8"))
     return {
-        "path": workspace.relative(out),
+        "path": out,
         "bytes": len(text.encode()),
         "sections": len(parts) - 1,
     }

@@ -26,7 +26,9 @@ def calculate_stats(
     """Summarise a numeric column: totals, per-period totals with growth, breakdown by a column.
 
     Reads only the columns it uses. Currency and thousands separators are understood; a
-    column that is mostly not numbers (or dates) is refused, not summed as nulls.
+    column that is mostly not numbers (or dates) is refused, not summed as nulls. Periods
+    are those of the local date and time written in the data (options.utc=true: UTC);
+    "dates" says which when the data has UTC offsets or a time zone.
     """
     cols = read_columns(dataset, [value_column, date_column, group_by], options)
     values = cols.numbers(value_column)
@@ -42,6 +44,8 @@ def calculate_stats(
         series = by_period(values, cols.dates(date_column, options), period, agg)
         growth = series.pct_change(fill_method=None) * 100
         result["period"] = period
+        if cols.time(date_column):
+            result["dates"] = cols.time(date_column)
         result["by_period"] = [{"period": str(p), "value": finite(v)} for p, v in series.items()]
         result["growth_pct"] = [
             {"period": str(p), "pct": finite(g)} for p, g in growth.items() if g == g

@@ -56,7 +56,8 @@ def detect_trends(
 
     An anomaly is a period whose residual from the trend line is more than z_threshold
     standard deviations away. When the last period is an anomaly, the trend without it is
-    given too (``without_last``). Reads only the two columns it uses.
+    given too (``without_last``). Reads only the two columns it uses. Periods are those of
+    the local date and time written in the data (options.utc=true: UTC), as "dates" says.
     """
     cols = read_columns(dataset, [value_column, date_column], options)
     values = cols.numbers(value_column)
@@ -82,6 +83,8 @@ def detect_trends(
         "change_pct": finite(100 * (y[-1] - y[0]) / (abs(y[0]) or 1.0)),
         "anomalies": anomalies,
     }
+    if cols.time(date_column):
+        result["dates"] = cols.time(date_column)
     if abs(line.z[-1]) > z_threshold and len(y) >= 4:
         before = fit(y[:-1])
         result["without_last"] = {
