@@ -222,17 +222,28 @@ def nothing_to_resume(config: RunnableConfig) -> InvalidInputError:
     )
 
 
+def _has_run(saved: Any) -> bool:
+    """Say whether a saved checkpoint holds a run, which has its task.
+
+    State edits alone (``update_state`` on a thread no run has started) leave one without.
+    """
+    if saved is None:
+        return False
+    values = saved.checkpoint.get("channel_values") or {}
+    return bool(values.get("task"))
+
+
 def check_resumable(graph: Any, input: Any, config: RunnableConfig | None) -> None:
     """Refuse a resume (``None`` or a ``Command``) of a thread that has no saved run."""
     found = saved_at(graph, config) if resumes(input) else None
-    if found is not None and found[0].get_tuple(found[1]) is None:
+    if found is not None and not _has_run(found[0].get_tuple(found[1])):
         raise nothing_to_resume(found[1])
 
 
 async def acheck_resumable(graph: Any, input: Any, config: RunnableConfig | None) -> None:
     """Async :func:`check_resumable`."""
     found = saved_at(graph, config) if resumes(input) else None
-    if found is not None and await found[0].aget_tuple(found[1]) is None:
+    if found is not None and not _has_run(await found[0].aget_tuple(found[1])):
         raise nothing_to_resume(found[1])
 
 

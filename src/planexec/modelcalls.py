@@ -57,6 +57,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
+from planexec import workers
 from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
 
 MAX_TRIES = 3
@@ -141,7 +142,7 @@ class _ModelLoop:
 
 
 class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
-    """The model loop's executor (a sync-only model's calls): a daemon thread per call.
+    """The model loop's executor (a sync-only model's calls): planexec's daemon workers.
 
     Not the default ``ThreadPoolExecutor``: the interpreter waits for its threads at exit, so a
     hung model call would keep a process from ending after Ctrl-C. A subclass only because
@@ -149,10 +150,10 @@ class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
     """
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` on a new daemon thread; return its future."""
+        """Run ``fn(*args, **kwargs)`` on a daemon worker (:mod:`planexec.workers`)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
-        def run() -> None:
+        def run(_: object) -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
@@ -160,7 +161,7 @@ class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
             except BaseException as exc:  # the caller's to see
                 future.set_exception(exc)
 
-        threading.Thread(target=run, daemon=True, name="planexec-model-call").start()
+        workers.lease().submit(run)
         return future
 
 

@@ -108,3 +108,21 @@ def test_a_resume_from_a_checkpoint_that_does_not_exist_is_refused(use_models, c
             graph.invoke(Command(resume="approve"), missing, context=ctx())
         assert len(stored(saver, config)) == len(before)
         assert graph.get_state(config).next == ("approval",)
+
+
+@pytest.mark.parametrize("edit", [{"feedback": "x"}, {}, None])
+@pytest.mark.parametrize("sent", ["resume-text", "none"])
+def test_a_resume_after_state_edits_alone_is_refused(sent, edit, use_models, ctx):
+    """``update_state`` on a thread no run has started stores a checkpoint with no task: a
+    resume of it is still nothing to resume (found by a hostile review: KeyError 'task')."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    use_models(planner=scripted(plan_reply(GOOD)))
+    graph, config = build_graph(checkpointer=InMemorySaver(), tools=TOOLS), thread()
+    graph.update_state(config, edit)
+    with pytest.raises(InvalidInputError, match="nothing to resume"):
+        graph.invoke(NOTHING_TO_RESUME[sent], config, context=ctx())
+    with pytest.raises(InvalidInputError, match="nothing to resume"):
+        asyncio.run(graph.ainvoke(NOTHING_TO_RESUME[sent], config, context=ctx()))
+    asked = graph.invoke({"task": "t"}, config, context=ctx())  # the thread starts normally
+    assert asked["__interrupt__"][0].value["type"] == "plan_approval"

@@ -203,3 +203,23 @@ def test_utc_of_a_file_cleaned_in_local_time_is_refused_with_what_to_do(ws):
         cleaned = call("clean_data", dataset="sales.csv", date_columns=["order_time"])
     with pytest.raises(ToolError, match="options.utc=true"):
         stats(ws, cleaned["dataset"], utc=True)
+
+
+def test_postgres_style_offsets_after_a_fraction_are_local_months(tmp_path):
+    """PostgreSQL writes ``.123456+01`` (and leaves out a zero fraction): found by a hostile
+    review, such values were grouped in UTC while the output said local time."""
+    lines = ["order_time,revenue", "2025-02-01 00:30:00.123456+01,1", "2025-02-01 00:30:00+01,10",
+             "2025-01-31T23+05,100", "2025-01-15 12:00:00+01,1000"]  # fmt: skip
+    (tmp_path / "pg.csv").write_text("\n".join(lines) + "\n")
+    out = stats(tmp_path, "pg.csv")
+    assert by_period(out) == {"2025-01": Decimal(1100), "2025-02": Decimal(11)}
+
+
+def test_a_chart_of_dates_without_offsets_names_no_clock(tmp_path):
+    """Found by a hostile review: the axis said UTC for times written without offsets."""
+    lines = ["order_time,revenue"] + [f"2025-{m:02}-10 10:00:00,{m}" for m in range(1, 13)] * 25
+    (tmp_path / "plain.csv").write_text("\n".join(lines) + "\n")
+    with use_workspace(tmp_path):
+        out = call("generate_chart", kind="line", x="order_time", y="revenue", title="t",
+                   dataset="plain.csv", options={"utc": True})  # fmt: skip
+    assert out["x_label"] == "order_time (month)"

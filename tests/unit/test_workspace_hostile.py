@@ -8,6 +8,7 @@ outside, nothing outside is read or listed, and every refusal is the workspace's
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import shutil
@@ -21,7 +22,7 @@ import pytest
 
 from planexec import default_registry
 from planexec.errors import WorkspaceError
-from planexec.tools.workspace import use_workspace
+from planexec.tools.workspace import Workspace, use_workspace
 
 TOOLS = default_registry()
 SWAP_SECONDS = 2.0
@@ -306,3 +307,75 @@ def test_hard_to_name_paths_are_written_read_and_listed_inside(tmp_path, path, s
         assert call("read_file", path=path)["content"] == "hé"
         assert call("list_files")["files"] == [shown]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ws"]
+
+
+def test_the_workspace_folder_itself_swapped_for_a_link_is_refused(tmp_path):
+    """A shared workspace ``team/sales`` is a folder inside the workspace ``team``: a tool of
+    ``team`` may swap it for a link once the run's workspace is made. Found by a hostile review:
+    the folder itself was opened by path, following the link."""
+    sales, outside = tmp_path / "team" / "sales", tmp_path / "outside"
+    sales.mkdir(parents=True)
+    outside.mkdir()
+    (sales / "note.txt").write_text("inside")
+    (outside / "note.txt").write_text("SECRET")
+    workspace = Workspace(sales)  # as the round makes it
+    sales.rename(tmp_path / "team" / "was-sales")
+    sales.symlink_to(outside)
+    with use_workspace(workspace):
+        for name, args in [
+            ("read_file", {"path": "note.txt"}),
+            ("list_files", {}),
+            ("write_file", {"path": "planted.txt", "content": "x"}),
+        ]:
+            with pytest.raises(WorkspaceError, match="link"):
+                call(name, **args)
+    assert sorted(p.name for p in outside.iterdir()) == ["note.txt"]
+
+
+def test_a_deep_tree_is_listed_without_running_out_of_handles_or_stack(tmp_path):
+    """Found by a hostile review: one open handle and one recursion per level."""
+    import resource
+
+    deep = "/".join(["d"] * 1200)
+    with use_workspace(tmp_path):
+        call("write_file", path=f"{deep}/f.txt", content="x")
+        call("write_file", path="top.txt", content="x")
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))
+        try:
+            listed = call("list_files")
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    shown = json.dumps(listed)
+    assert "top.txt" in shown and "f.txt" in shown
+    (tmp_path / deep / "f.txt").unlink()  # pytest's clean-up of temp folders recurses per level
+    for depth in range(1200, 0, -1):
+        (tmp_path / "/".join(["d"] * depth)).rmdir()
+
+
+@pytest.mark.parametrize("path", ["ro.txt/", "newdir/", "./"])
+def test_a_path_ending_in_a_slash_names_a_folder_not_a_file(tmp_path, path):
+    (tmp_path / "ro.txt").write_text("inside")
+    with use_workspace(tmp_path):
+        with pytest.raises(WorkspaceError, match="folder"):
+            call("read_file", path=path)
+        with pytest.raises(WorkspaceError, match="folder"):
+            call("write_file", path=path, content="x")
+    assert not (tmp_path / "newdir").exists()
+
+
+@pytest.mark.parametrize(
+    "path", [".planexec/outputs/x.json", ".planexec-0.tmp", "a/.planexec-1.tmp"]
+)
+def test_planexecs_own_names_cannot_be_written(tmp_path, path):
+    with use_workspace(tmp_path), pytest.raises(WorkspaceError, match="planexec keeps"):
+        call("write_file", path=path, content="x")
+
+
+def test_an_overwrite_keeps_the_permissions_but_never_a_setuid_bit(tmp_path):
+    target = tmp_path / "tool.sh"
+    target.write_text("old")
+    target.chmod(0o4755)
+    with use_workspace(tmp_path):
+        call("write_file", path="tool.sh", content="new")
+    assert target.read_text() == "new" and (target.stat().st_mode & 0o7777) == 0o755

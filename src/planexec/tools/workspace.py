@@ -18,7 +18,6 @@ import contextvars
 import errno
 import fnmatch
 import os
-import posixpath
 import stat
 import uuid
 from collections.abc import Iterator
@@ -83,6 +82,13 @@ class Workspace:
             raise WorkspaceError(f"{relative!r} is too long a path ({size:,} bytes)")
         return names
 
+    def _file_parts(self, relative: str) -> tuple[str, ...]:
+        """Return the names of a path that must name a file (not the workspace, no final /)."""
+        names = self.parts(relative)
+        if not names or relative.rstrip().endswith("/"):
+            raise WorkspaceError(f"{relative!r} names a folder, not a file")
+        return names
+
     def name(self, relative: str) -> str:
         """Return ``relative`` as tools report it (``./a//b`` is ``a/b``; the root is ``.``)."""
         return "/".join(self.parts(relative)) or "."
@@ -102,7 +108,7 @@ class Workspace:
     @contextmanager
     def _folder(self, names: tuple[str, ...], relative: str, create: bool) -> Iterator[int]:
         with _refused(relative, "."):
-            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            fd = self._open_root()
         try:
             for i, name in enumerate(names):
                 with _refused(relative, "/".join(names[: i + 1]), folder=True):
@@ -110,6 +116,21 @@ class Workspace:
             yield fd
         finally:
             os.close(fd)
+
+    def _open_root(self) -> int:
+        """Open the workspace folder itself, walking its real path from ``/`` without links.
+
+        The path was resolved when the workspace was made: a folder on it swapped for a link
+        since (a shared workspace ``team/sales`` inside the workspace ``team``) is refused.
+        """
+        fd = os.open("/", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for name in self.root.parts[1:]:
+                fd = _swap(fd, _opened_folder(name, fd))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def info(self, relative: str) -> os.stat_result | None:
         """Return what ``relative`` is (``lstat``, its folders walked as above), None if absent.
@@ -137,9 +158,7 @@ class Workspace:
         The file is checked after it is opened (its descriptor), so what is read is what was
         checked: a regular file with one link, inside the workspace.
         """
-        names = self.parts(relative)
-        if not names:
-            raise WorkspaceError(f"{relative!r} is a folder, not a file")
+        names = self._file_parts(relative)
         with self._folder(names[:-1], relative, False) as dfd:
             with _refused(relative, relative):
                 seen = os.stat(names[-1], dir_fd=dfd, follow_symlinks=False)
@@ -175,9 +194,9 @@ class Workspace:
         renamed over the name at the end, so no link, however it got there, is written
         through. A failed block leaves the name as it was.
         """
-        names = self.parts(relative)
-        if not names:
-            raise WorkspaceError(f"{relative!r} is a folder, not a file")
+        names = self._file_parts(relative)
+        if names[0] == ".planexec" or _being_written(names[-1]):
+            raise WorkspaceError(f"{relative!r} is a name planexec keeps for itself")
         with self._folder(names[:-1], relative, True) as dfd:
             with _refused(relative, relative):
                 try:
@@ -195,10 +214,10 @@ class Workspace:
             with _refused(relative, relative):
                 fd = os.open(temp, flags, 0o666, dir_fd=dfd)
             try:
-                if there is not None:
-                    os.fchmod(fd, stat.S_IMODE(there.st_mode))
+                if there is not None:  # its permissions, never setuid/setgid/sticky bits
+                    os.fchmod(fd, stat.S_IMODE(there.st_mode) & 0o777)
                 os.set_blocking(fd, True)
-                with os.fdopen(fd, "wb") as handle:
+                with _full(relative), os.fdopen(fd, "wb") as handle:
                     yield cast(BinaryIO, handle)
                 with _refused(relative, relative):
                     os.rename(temp, names[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
@@ -222,9 +241,21 @@ class Workspace:
         workspace costs only what is listed.
         """
         base = self.name(folder)
-        prefix = "" if base == "." else base + "/"
-        with self.folder(base) as fd:
-            yield from _walk(fd, prefix, pattern, folder)
+        pending = ["" if base == "." else base + "/"]  # folders still to list, deepest last
+        first = True
+        while pending:
+            prefix = pending.pop()
+            names = tuple(prefix.split("/")[:-1])
+            try:
+                with self._folder(names, folder, False) as fd:
+                    found, subfolders = _listed(fd, pattern, folder, prefix)
+            except WorkspaceError:
+                if first:
+                    raise  # the folder asked for: its error is the caller's
+                continue  # swapped for a link or a file, or gone, since it was listed
+            first = False
+            yield from (prefix + name for name in found)
+            pending.extend(f"{prefix}{name}/" for name in reversed(subfolders))
 
     # -- paths, for callers that need one (checks only: open files with the methods above) --
 
@@ -324,10 +355,32 @@ def _refused(relative: str, where: str, *, folder: bool = False) -> Iterator[Non
         raise WorkspaceError(f"{relative!r}: {reason}") from None
 
 
-def _walk(fd: int, prefix: str, pattern: str, folder: str) -> Iterator[str]:
+def _being_written(name: str) -> bool:
+    """Say whether a name is one of planexec's files being written (``.planexec-*.tmp``)."""
+    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
+
+
+@contextmanager
+def _full(relative: str) -> Iterator[None]:
+    """Turn a write the disk refuses (full, a file too large, a quota) into a WorkspaceError."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in {errno.ENOSPC, errno.EFBIG, errno.EDQUOT}:
+            raise WorkspaceError(f"{relative!r}: {exc.strerror}") from None
+        raise
+
+
+def _listed(fd: int, pattern: str, folder: str, prefix: str) -> tuple[list[str], list[str]]:
+    """Return a folder's matching regular files and its subfolders, each in name order.
+
+    Links, special files, files being written and planexec's own ``.planexec`` are left out.
+    Folders are listed one at a time, each opened from the workspace (not kept open while
+    its subfolders are): a tree of any depth costs no more handles, and no recursion.
+    """
     with _refused(folder, prefix or "."), os.scandir(fd) as scan:
         entries = sorted(scan, key=lambda e: e.name)
-    subfolders = []
+    files, subfolders = [], []
     for entry in entries:
         if entry.is_dir(follow_symlinks=False):
             if entry.name != ".planexec":
@@ -335,21 +388,10 @@ def _walk(fd: int, prefix: str, pattern: str, folder: str) -> Iterator[str]:
         elif (
             entry.is_file(follow_symlinks=False)
             and fnmatch.fnmatchcase(entry.name, pattern)
-            and not (entry.name.startswith(TEMP_PREFIX) and entry.name.endswith(TEMP_SUFFIX))
+            and not _being_written(entry.name)
         ):
-            yield prefix + entry.name
-    for name in subfolders:
-        try:
-            sub = _opened_folder(name, fd)
-        except OSError as exc:
-            if exc.errno in LINK_ERRORS | {errno.ENOENT, errno.ENOTDIR}:
-                continue  # swapped for a link or a file, or gone, since it was listed
-            with _refused(folder, posixpath.join(prefix, name), folder=True):
-                raise
-        try:
-            yield from _walk(sub, f"{prefix}{name}/", pattern, folder)
-        finally:
-            os.close(sub)
+            files.append(entry.name)
+    return files, subfolders
 
 
 @contextmanager

@@ -136,7 +136,7 @@ def generate_chart(
         ax.set_xticks(positions[::step], labels[::step], rotation=45, ha="right")
     ax.set_title(title + (f" ({note})" if note else ""))
     said = cols.time(x) if x in cols.frame.columns else None
-    clock = ("UTC" if said.startswith("UTC") else "local time") if said else None
+    clock = _clock_label(said)
     x_label = f"{x} (month{f', {clock}' if clock else ''})" if note == "sum per month" else x
     y_label = f"{y} ({unit})" if unit else y
     if kind != "pie":
@@ -192,3 +192,10 @@ def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]], labels: list[
             zorder=3,
         )
     ax.legend()
+
+
+def _clock_label(said: str | None) -> str | None:
+    """Name a date column's clock on an axis: UTC, local time, or nothing (no offsets)."""
+    if not said or "no UTC offsets" in said:
+        return None  # times as written: there was no clock to choose
+    return "UTC" if said.startswith("UTC") else "local time"

@@ -27,6 +27,9 @@ OFFSET = re.compile(
 )
 """A UTC offset ending a value's last 6 characters: ``+01:00``, or ``+0100`` or ``Z`` after a
 digit, or ``-05`` after a time's minutes, seconds or fraction (``2025-01``'s ``-01`` is none)."""
+HOUR_ONLY = re.compile(r"\d[+-]\d\d$")
+AFTER_TIME = re.compile(r"[T ]\d\d(?::\d\d(?::\d\d(?:[.,]\d+)?)?)?([+-]\d\d)$")
+"""An hour-only offset after a time of any precision (``T23+05``, ``00:30:00.123456+01``)."""
 TAIL = 6
 UTC_HINT = "options.utc=true groups in UTC"
 
@@ -113,9 +116,27 @@ def _offset_minutes(text: pd.Series[Any]) -> pd.Series[Any]:
     timestamps has a handful of offsets, so this costs a slice, not a million matches.
     """
     codes, tails = pd.factorize(text.str.slice(-TAIL), use_na_sentinel=True)
-    found = [OFFSET.search(str(tail)) for tail in tails]
-    minutes = np.array([_minutes(m.group()) if m else np.nan for m in found] + [np.nan])
-    return pd.Series(minutes[codes], index=text.index, dtype="float64")
+    seen, rows = np.unique(codes, return_index=True)
+    example = dict(zip(seen.tolist(), text.to_numpy()[rows], strict=True))
+    minutes = np.array([_tail_minutes(str(t), str(example.get(i))) for i, t in enumerate(tails)])
+    return pd.Series(np.append(minutes, np.nan)[codes], index=text.index, dtype="float64")
+
+
+def _tail_minutes(tail: str, example: str) -> float:
+    """Return the offset a value's tail ends with, in minutes, or NaN.
+
+    A tail that ends in a digit and ``±HH`` (``123+01``: PostgreSQL writes ``.123456+01``)
+    is read on a whole value that has it: an offset only after a time (``T23+05``,
+    ``00:30:00.123456+01``), never after a date's month (``2025-01``).
+    """
+    found = OFFSET.search(tail)
+    if found is not None:
+        return _minutes(found.group())
+    if HOUR_ONLY.search(tail):
+        whole = AFTER_TIME.search(example)
+        if whole is not None:
+            return _minutes(whole.group(1))
+    return np.nan
 
 
 def _minutes(offset: str) -> float:
