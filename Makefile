@@ -1,7 +1,7 @@
 # Developer shortcuts; the README's two commands remain the source of truth.
 PY ?= .venv/bin/python
 
-.PHONY: help install test fuzz lint type format bench dev
+.PHONY: help install test fuzz lint type format bench dev docs
 help:  ## list targets
 	@grep -E "^[a-z]+:.*##" $(MAKEFILE_LIST) | sed "s/:.*## /\t/"
 install:  ## create .venv and install planexec with its dev tools
@@ -19,5 +19,7 @@ format:  ## ruff format
 	$(PY) -m ruff format src tests bench
 bench:  ## print every benchmark table
 	PY=$(PY) bench/run_all.sh
+docs:  ## build the docs site into site/, strict (mkdocs serve: live preview)
+	.venv/bin/mkdocs build --strict
 dev:  ## serve the graph for LangGraph Studio, offline
 	LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=1 .venv/bin/langgraph dev --no-browser

@@ -75,7 +75,7 @@ def row(label: Any, threads: int, wall: float, latencies: list[float], ideal: fl
 
 
 def markdown(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table (what the README quotes)."""
+    """A Markdown table (what the docs quote)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 

@@ -322,7 +322,7 @@ def in_subprocess(*args: str, seconds: float = 60.0) -> dict[str, Any]:
 
 CHILD_TASK_EXIT_LIMIT = pytest.mark.xfail(
     strict=True,
-    reason="documented limit (toolcalls.on_loop, README Tools): an exit raised in a task a "
+    reason="documented limit (toolcalls.on_loop, docs/guides/tools.md): an exit raised in a task a "
     "marked tool starts stops the caller's loop, as in any asyncio program; only the tool's "
     "own coroutine is guarded, and planexec does not replace the task factory of a loop it "
     "does not own (the caller's, a server's)",
@@ -736,10 +736,10 @@ async def uses_client(key: str, value: str) -> str:
 def test_a_loop_bound_client_of_an_on_loop_tool_works_across_the_rounds_of_a_run(
     use_models, ctx, mode
 ):
-    """The README: under ``ainvoke`` (and on a server) running on the steps' loop lets the
-    tool use clients bound to the run's loop, across rounds. Under ``invoke`` each round has a
-    loop of its own, closed at the round's end (the README says so): a client made in the first
-    round fails in the replanned one, so the promise is made for async runs only."""
+    """The docs (guides/tools.md): under ``ainvoke`` (and on a server) running on the steps'
+    loop lets the tool use clients bound to the run's loop, across rounds. Under ``invoke`` each
+    round has a loop of its own, closed at the round's end (the docs say so): a client made in
+    the first round fails in the replanned one, so the promise is made for async runs only."""
     key = f"client-{mode}-{time.time()}"
     first = plan_of(
         step(1, "uses_client", {"key": key, "value": "a"}),
