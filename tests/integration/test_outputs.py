@@ -78,17 +78,19 @@ def test_tools_cannot_list_read_or_overwrite_spilled_outputs(
     plan = plan_of(
         step(1, "passthrough", {"value": BIG}),
         step(2, "list_files", {"folder": "."}, [1]),
-        step(3, "write_file", {"path": old_place, "content": json.dumps("forged")}, [1]),
-        step(4, "passthrough", {"value": "$1"}, [1, 2, 3]),
-    )
+        {**step(3, "write_file", {"path": old_place, "content": json.dumps("forged")}, [1]),
+         "on_failure": "skip"},
+        step(4, "passthrough", {"value": "$1"}, [1, 2]),
+    )  # fmt: skip
     use_models(planner=scripted(plan_reply(plan)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=registry())
     out, _ = run(graph, ctx(), thread_config)
     steps = out["steps"]
     assert steps["2"]["output"]["files"] == ["sales.csv"]
+    assert "a name planexec keeps for itself" in steps["3"]["error"]  # refused: not even hidden
     store = Sandbox.at(workspace_root).output_store()
-    assert output_of(steps["4"], store) == BIG  # the write in step 3 changed nothing
-    assert files_under(workspace) == {"sales.csv", old_place}
+    assert output_of(steps["4"], store) == BIG
+    assert files_under(workspace) == {"sales.csv"}
     spills = {f"{steps[i]['output_file']['id']}.json" for i in ("1", "4")}
     assert files_under(store.folder) == spills
     assert not store.folder.is_relative_to(workspace)
