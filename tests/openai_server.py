@@ -49,7 +49,11 @@ class Behaviour:
     * ``repeat_name``: every tool-call delta repeats the tool's name (some serving stacks);
     * ``refusal``: the reply is this refusal (OpenAI's ``refusal`` field), content null;
     * ``content``: the reply is this text instead of the tool call (e.g. a ``<think>`` block
-      then JSON).
+      then JSON);
+    * ``sse_error``: a 200 stream whose first event is ``{"error": sse_error}`` (vLLM, LiteLLM);
+    * ``no_choices``: a 200 reply (whole or streamed) with ``"choices": []``;
+    * ``finish_twice``: the finish reason on the last delta and again in an empty chunk;
+    * ``empty_stream``: a 200 stream of ``[DONE]`` alone.
     """
 
     status: int = 200
@@ -63,6 +67,10 @@ class Behaviour:
     repeat_name: bool = False
     refusal: str | None = None
     content: str | None = None
+    sse_error: dict[str, Any] | None = None
+    no_choices: bool = False
+    finish_twice: bool = False
+    empty_stream: bool = False
 
 
 Behave = Callable[[dict[str, Any], int], Behaviour]
@@ -123,6 +131,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive connections, as real providers (streams: chunked)
 
+    def _whole(self, reply: dict[str, Any]) -> None:
+        """Answer with one whole JSON body."""
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _chunk(self, data: bytes) -> None:
         """Write ``data`` as one HTTP/1.1 chunk of a streamed body."""
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
@@ -175,6 +192,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             pieces = pieces[: how.cut_after]
         base = {"id": "cmpl-1", "created": 0, "model": body["model"]}
         pace, started = self.server.pace, time.monotonic()
+        if how.no_choices and not body.get("stream"):
+            self._whole({**base, "object": "chat.completion", "choices": [], "usage": counts})
+            return
         if not body.get("stream") or self.server.refuses_stream(body):
             time.sleep(pace.first_token + pace.per_token * len(pieces))
             if how.cut_after is not None:
@@ -219,6 +239,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             ]  # fmt: skip
         if message.get("refusal") is not None:
             head = {"role": "assistant", "content": None, "refusal": ""}
+        if how.sse_error is not None or how.empty_stream or how.no_choices:
+            if how.sse_error is not None:
+                self._chunk(f"data: {json.dumps({'error': how.sse_error})}\n\n".encode())
+            if how.no_choices:
+                chunk = {**base, "object": "chat.completion.chunk", "choices": []}
+                self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+            self._chunk(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         send(head)
         name = calls[0]["function"]["name"] if calls else None
         for i, piece in enumerate(pieces):
@@ -238,6 +268,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         if finish is not None:
             send({}, finish)
+            if how.finish_twice:
+                send({}, finish)
         if (body.get("stream_options") or {}).get("include_usage"):
             chunk = {**base, "object": "chat.completion.chunk", "choices": [], "usage": counts}
             self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())

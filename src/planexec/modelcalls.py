@@ -36,6 +36,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import email.utils
+import math
 import os
 import queue
 import re
@@ -48,7 +49,7 @@ from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.language_models import LanguageModelInput
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
@@ -172,8 +173,29 @@ Event = tuple[str, Any]
 ("error", exc)."""
 
 
+Mode = str
+"""Where a request runs: "loop" (the model loop: provider integrations, whose clients are
+async and never block it), "worker-async" (a custom model's own async code, on a daemon
+worker's loop), "worker-sync" (a model's sync API, on a daemon worker's thread)."""
+
+
+def mode_of(request: Request, caller_is_async: bool) -> Mode:
+    """Return where a request runs: a custom model never shares a loop with anyone.
+
+    A provider integration (:data:`PROVIDER_PACKAGES`) runs on the model loop, whatever
+    called. Any other model (scripted, a test double, your own) runs on a daemon worker, as a
+    tool does: code that blocks holds only itself. It is called as its caller is (sync or
+    async); an async caller uses the sync API of a model with no async code of its own.
+    """
+    if _provider_integration(request.base):
+        return "loop"
+    if caller_is_async and _has_own_async(request.base):
+        return "worker-async"
+    return "worker-sync"
+
+
 class _Producer:
-    """One request running on the model loop, reporting its events to ``deliver``."""
+    """One request, running where :func:`mode_of` says, reporting its events to ``deliver``."""
 
     def __init__(
         self,
@@ -181,10 +203,25 @@ class _Producer:
         streamed: bool,
         deliver: Callable[[Event], None],
         context: VarContext,
+        mode: Mode,
     ) -> None:
-        self.loop = _MODEL_LOOP.get()
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task[None] | None = None
-        self.loop.call_soon_threadsafe(self._start, request, streamed, deliver, context)
+        self.stopped = threading.Event()
+        self.lock = threading.Lock()
+        if mode == "loop":
+            self.loop = _MODEL_LOOP.get()
+            self.loop.call_soon_threadsafe(self._start, request, streamed, deliver, context)
+            return
+
+        def job(worker: workers.Worker) -> None:
+            if mode == "worker-async":
+                with contextlib.suppress(BaseException):  # delivered by _produce
+                    worker.run_coroutine(self._on_worker(request, streamed, deliver), context)
+            else:
+                context.run(_produce_sync, request, streamed, deliver, self.stopped)
+
+        workers.lease().submit(job)
 
     def _start(
         self,
@@ -193,12 +230,30 @@ class _Producer:
         deliver: Callable[[Event], None],
         context: VarContext,
     ) -> None:
+        assert self.loop is not None
         self.task = self.loop.create_task(_produce(request, streamed, deliver), context=context)
 
+    async def _on_worker(
+        self, request: Request, streamed: bool, deliver: Callable[[Event], None]
+    ) -> None:
+        with self.lock:
+            self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+            if self.stopped.is_set():
+                return
+        await _produce(request, streamed, deliver)
+
     def cancel(self) -> None:
-        """Cancel the request (closing its connection); harmless once it has ended."""
-        with contextlib.suppress(RuntimeError):  # the loop is gone with the process
-            self.loop.call_soon_threadsafe(self._cancel)
+        """Cancel the request (closing its connection); harmless once it has ended.
+
+        A sync call on a worker cannot be stopped: it stops at its next chunk, and what it
+        sends meanwhile is dropped (the caller has gone).
+        """
+        with self.lock:
+            self.stopped.set()
+            loop = self.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: the call has ended
+                loop.call_soon_threadsafe(self._cancel)
 
     def _cancel(self) -> None:
         if self.task is not None:
@@ -219,10 +274,50 @@ async def _produce(request: Request, streamed: bool, deliver: Callable[[Event], 
         else:
             reply = await request.inner.ainvoke(request.messages, config, **request.kwargs)
             deliver(("whole", reply))
-    except asyncio.CancelledError:
-        raise
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # cancelled by its caller, who has gone
+        deliver(("error", RuntimeError(f"the model's call raised {type(exc).__name__} itself")))
     except BaseException as exc:  # the caller's, even an exit: raised in the caller's thread
         deliver(("error", exc))
+
+
+def _produce_sync(
+    request: Request, streamed: bool, deliver: Callable[[Event], None], stopped: threading.Event
+) -> None:
+    """:func:`_produce` through the model's sync API (on a worker thread)."""
+    config: Any = {"callbacks": []}
+    try:
+        if streamed:
+            mender = _Mender()
+            for chunk in request.inner.stream(request.messages, config, **request.kwargs):
+                if stopped.is_set():
+                    return  # the caller has gone
+                deliver(("chunk", mender.mend(chunk)))
+            last = mender.rest()
+            if last is not None:
+                deliver(("chunk", last))
+            deliver(("end", None))
+        else:
+            deliver(("whole", request.inner.invoke(request.messages, config, **request.kwargs)))
+    except BaseException as exc:  # the caller's, even an exit: raised in the caller's thread
+        deliver(("error", exc))
+
+
+def _provider_integration(base: object) -> bool:
+    return any(c.__module__.startswith(PROVIDER_PACKAGES) for c in type(base).__mro__)
+
+
+def _has_own_async(base: object) -> bool:
+    """Say whether a model has async code of its own (else LangChain runs its sync code)."""
+    if not isinstance(base, BaseChatModel):
+        return True  # a runnable: its async API is all it says it has
+    kind = type(base)
+    return (
+        kind._agenerate is not BaseChatModel._agenerate
+        or kind._astream is not BaseChatModel._astream
+    )
 
 
 # --- what the caller does: a conversation without I/O, and its sync and async drivers ----------
@@ -260,7 +355,9 @@ def call(request: Request) -> BaseMessage:
                 if producer is not None:
                     producer.cancel()
                 events = queue.SimpleQueue()
-                producer = _Producer(request, op.streamed, events.put, copy_context())
+                producer = _Producer(
+                    request, op.streamed, events.put, copy_context(), mode_of(request, False)
+                )
             elif isinstance(op, _Wait):
                 with contextlib.suppress(queue.Empty):
                     answer = events.get(timeout=max(op.seconds, 0.0))
@@ -297,7 +394,8 @@ async def acall(request: Request) -> BaseMessage:
                 if producer is not None:
                     producer.cancel()
                 events = asyncio.Queue()
-                producer = _Producer(request, op.streamed, deliver_to(events), copy_context())
+                mode = mode_of(request, True)
+                producer = _Producer(request, op.streamed, deliver_to(events), copy_context(), mode)
             elif isinstance(op, _Wait):
                 with contextlib.suppress(TimeoutError):
                     answer = await asyncio.wait_for(events.get(), max(op.seconds, 0.0))
@@ -322,6 +420,7 @@ def _conduct(request: Request) -> _Conduct:
         tries += 1
         yield _Start(streamed)
         chunks: list[BaseMessage] = []
+        last_finish: str | None = None
         while True:
             left = deadline - time.monotonic()
             idle = streamed and limits.idle < left
@@ -338,6 +437,8 @@ def _conduct(request: Request) -> _Conduct:
                 )
             kind, value = event
             if kind == "chunk":
+                said = _finish_of(value)
+                last_finish = said or last_finish
                 chunks.append(value)
                 if request.watch is not None:
                     request.watch(value)
@@ -347,20 +448,30 @@ def _conduct(request: Request) -> _Conduct:
                     request.watch(value)
                 return finished(value, request.base, who)
             if kind == "end" and chunks:
-                reply = _joined(chunks)
+                _streamed_fine(request.base)
+                reply = _joined(chunks, last_finish)
                 if not (_empty(reply) and streamed):
                     return finished(reply, request.base, who)
                 # An empty streamed reply: LangChain's clients drop a streamed refusal, so it
                 # is asked once more whole, which carries the provider's words if it refused.
                 streamed, tries = False, tries - 1
                 break
-            if kind == "end" or (streamed and not chunks and _no_chunks(value)):
-                _remember_cannot_stream(request.base)  # asked once more, whole
+            if kind == "end":  # an empty stream: asked once more, whole (this time only)
+                streamed, tries = False, tries - 1
+                break
+            if streamed and not chunks and _no_chunks(value):
+                _no_stream_again(request.base)  # twice in a row: asked whole from now on
                 streamed, tries = False, tries - 1
                 break
             if chunks:  # part of the reply was shown: the caller asks again, if anyone
                 raise _failed(value, who, transient=True)
             failure = provider_failure(value)
+            if failure is None and _provider_integration(request.base) and _unreadable(value):
+                raise IncompleteReplyError(
+                    f"the {who}'s reply could not be read ({type(value).__name__}: "
+                    f"{str(value)[:300]})",
+                    reason="unreadable",
+                )
             if failure is None:
                 raise value  # not a provider's error: as it is
             if not failure.may_pass or tries >= MAX_TRIES:
@@ -423,7 +534,7 @@ class ProviderFailure:
 
     def said(self, who: str, why: str) -> str:
         """Return the error's message for a user: the provider's words, and what planexec did."""
-        head = f"HTTP {self.status}" if self.status is not None else "no answer"
+        head = f"HTTP {self.status}" if self.status is not None else "no HTTP status"
         code = f" {self.code}" if self.code else ""
         return f"the {who}'s provider failed the call ({head}{code}): {self.message} ({why})"
 
@@ -452,11 +563,33 @@ def provider_failure(exc: BaseException) -> ProviderFailure | None:
         return ProviderFailure(
             status=None, code=type(exc).__name__, message=str(exc)[:1000], may_pass=True
         )
+    body = getattr(exc, "body", None)
+    if _named(exc, "APIError") and isinstance(body, dict):  # an error event in a 200 stream
+        inner = body.get("error")
+        said: dict[str, Any] = inner if isinstance(inner, dict) else body
+        code = str(said.get("code") or said.get("type") or "") or None
+        codes = {str(said.get("code")), str(said.get("type"))}
+        transient = any(w in " ".join(codes) for w in ("server", "overload", "rate", "timeout"))
+        return ProviderFailure(
+            status=None,
+            code=code,
+            message=str(said.get("message") or exc)[:1000],
+            may_pass=transient and not codes & CANNOT_PASS,
+        )
     return None
 
 
+def _named(exc: BaseException, *names: str) -> bool:
+    return any(kind.__name__ in names for kind in type(exc).__mro__)
+
+
 def _is_connection_failure(exc: BaseException) -> bool:
-    if type(exc).__name__ in {"APIConnectionError", "APITimeoutError"}:
+    """Say whether a client failed to connect or timed out.
+
+    openai's and anthropic's errors, LangChain's subclasses of them (``OpenAITimeoutError``),
+    httpx's.
+    """
+    if _named(exc, "APIConnectionError", "APITimeoutError"):
         return True
     for name in ("httpx", "httpx2"):
         module = sys.modules.get(name)
@@ -471,15 +604,17 @@ def _retry_after(headers: Any) -> float | None:
         return None
     with contextlib.suppress(TypeError, ValueError):
         millis = headers.get("retry-after-ms")
-        if millis is not None:
+        if millis is not None and math.isfinite(float(millis)):
             return max(float(millis) / 1000, 0.0)
     value = headers.get("retry-after")
     if value is None:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
-        pass
+        seconds = None
+    if seconds is not None:
+        return max(seconds, 0.0) if math.isfinite(seconds) else None
     with contextlib.suppress(TypeError, ValueError):
         when = email.utils.parsedate_to_datetime(value)
         return max(when.timestamp() - time.time(), 0.0)
@@ -510,9 +645,25 @@ def _cannot_stream(base: object) -> bool:
         return _cannot.get(id(base)) is base
 
 
-def _remember_cannot_stream(base: object) -> None:
+_empty_streams: dict[int, int] = {}
+
+
+def _no_stream_again(base: object) -> None:
+    """Count a streamed request answered with no chunk.
+
+    The second in a row means the server cannot stream (it answers whole): the model is asked
+    whole from then on. One empty stream (a glitch) does not turn streaming off.
+    """
     with _cannot_lock:
-        _cannot[id(base)] = base
+        times = _empty_streams.get(id(base), 0) + 1
+        _empty_streams[id(base)] = times
+        if times >= 2:
+            _cannot[id(base)] = base
+
+
+def _streamed_fine(base: object) -> None:
+    with _cannot_lock:
+        _empty_streams.pop(id(base), None)
 
 
 # --- whole replies ------------------------------------------------------------------------------
@@ -543,7 +694,7 @@ WHAT_IT_MEANS = {
     "refusal": "the model refused",
 }
 
-REPORTING_PACKAGES = (
+PROVIDER_PACKAGES = (
     "langchain_openai",
     "langchain_anthropic",
     "langchain_ollama",
@@ -552,7 +703,8 @@ REPORTING_PACKAGES = (
     "langchain_deepseek",
     "langchain_xai",
 )
-"""Integrations whose replies always carry a finish reason: one without it was cut off."""
+"""Provider integrations: their async clients never block the model loop, and their replies
+always carry a finish reason (one without it was cut off)."""
 
 
 def unfinished(reply: BaseMessage, base: object) -> tuple[str, str] | None:
@@ -569,13 +721,10 @@ def unfinished(reply: BaseMessage, base: object) -> tuple[str, str] | None:
         )
     if refusal:
         return f"was a refusal: {str(refusal)[:2000]!r}", "refusal"
-    meta = reply.response_metadata or {}
-    finish = next(
-        (meta[k] for k in ("finish_reason", "stop_reason", "done_reason") if meta.get(k)), None
-    )
+    finish = _finish_of(reply)
     if finish is None:
         if _reports_finish(base):
-            return "was cut off: it ended without a finish reason (the stream stopped)", "none"
+            return "was cut off: it ended without a finish reason", "none"
         return None
     if str(finish) in NORMAL_ENDS:
         return None
@@ -593,17 +742,45 @@ def finished(reply: BaseMessage, base: object, who: str) -> BaseMessage:
 
 
 def _reports_finish(base: object) -> bool:
-    return any(c.__module__.startswith(REPORTING_PACKAGES) for c in type(base).__mro__)
+    return _provider_integration(base)
 
 
-def _joined(chunks: list[BaseMessage]) -> BaseMessage:
-    """Join a streamed reply's chunks in one merge (adding them one by one is quadratic)."""
+def _joined(chunks: list[BaseMessage], finish: str | None = None) -> BaseMessage:
+    """Join a streamed reply's chunks in one merge (adding them one by one is quadratic).
+
+    The finish reason is the last one a chunk said (LangChain's merge would join two into
+    one string, ``tool_callstool_calls``).
+    """
     first, rest = chunks[0], chunks[1:]
     if isinstance(first, BaseMessageChunk) and rest:
         first = first + rest  # a list: merged at once
     if isinstance(first, BaseMessageChunk):
-        return message_chunk_to_message(first)
-    return first  # a model that cannot stream sends one whole message
+        first = message_chunk_to_message(first)
+    if finish is not None:
+        first.response_metadata = {
+            **first.response_metadata,
+            **{k: finish for k in FINISH_KEYS if k in first.response_metadata},
+        }
+    return first
+
+
+FINISH_KEYS = ("finish_reason", "stop_reason", "done_reason")
+
+
+def _finish_of(message: BaseMessage) -> str | None:
+    """Return the finish reason a message (or chunk) says, if any."""
+    meta = message.response_metadata or {}
+    said = next((meta[k] for k in FINISH_KEYS if meta.get(k)), None)
+    return str(said) if said is not None else None
+
+
+def _unreadable(exc: BaseException) -> bool:
+    """Say whether a provider client failed to read a malformed reply.
+
+    The errors a parser of a reply raises (``"choices": []`` is an IndexError in
+    langchain-openai).
+    """
+    return isinstance(exc, IndexError | KeyError | TypeError | AttributeError | ValueError)
 
 
 _HIGH = re.compile("[\ud800-\udbff]$")

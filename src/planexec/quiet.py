@@ -26,6 +26,7 @@ from pydantic import ConfigDict
 from planexec.secrets import redact
 
 ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
+ERROR_DATA_ATTRIBUTES = ("body", "code", "param", "doc")
 
 
 @contextmanager
@@ -89,6 +90,11 @@ def scrub_exception(exc: BaseException, secrets: list[str]) -> None:
             value = getattr(current, name, None)
             if isinstance(value, str):
                 with contextlib.suppress(AttributeError):  # a read-only property
+                    setattr(current, name, redact(value, secrets))
+        for name in ERROR_DATA_ATTRIBUTES:  # what a client kept of the reply (openai's .body)
+            value = getattr(current, name, None)
+            if isinstance(value, dict | list | str):
+                with contextlib.suppress(AttributeError):
                     setattr(current, name, redact(value, secrets))
         current = current.__cause__ or current.__context__
 

@@ -124,9 +124,7 @@ def graph_with(chat: dict[str, TwoFacedModel]) -> Any:
 CONTEXT = {"llm_judge": True, "max_replans": 1}
 
 
-def test_sync_runs_call_the_models_on_the_model_loop(tmp_path, monkeypatch):
-    """A sync run's model calls go through the async API on planexec's model loop, as an async
-    run's do: one loop for every client, whatever called (planexec.modelcalls)."""
+def test_sync_runs_call_the_models_sync_api(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     chat = models()
     graph = graph_with(chat)
@@ -134,8 +132,8 @@ def test_sync_runs_call_the_models_on_the_model_loop(tmp_path, monkeypatch):
     graph.invoke({"task": "t"}, config, context=CONTEXT)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=CONTEXT)
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert chat["planner"].calls == ["async", "async"]  # plan, then the revision
-    assert chat["evaluator"].calls and set(chat["evaluator"].calls) == {"async"}
+    assert chat["planner"].calls == ["sync", "sync"]  # plan, then the revision
+    assert chat["evaluator"].calls and set(chat["evaluator"].calls) == {"sync"}
 
 
 def test_async_runs_call_the_models_async_api(tmp_path, monkeypatch):

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -532,3 +533,151 @@ def test_tool_call_deltas_that_repeat_the_name_are_one_call(monkeypatch, workspa
     else:
         assert out["final"]["status"] == "succeeded"
         assert sorted(recorded()) == sorted(["alpha", "bravo", THIRD])
+
+
+# --- Found by a hostile review -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_judge_past_its_client_read_timeout_ends_at_its_total_deadline(
+    monkeypatch, workspace, how
+):
+    """langchain-openai wraps a read timeout in its own OpenAITimeoutError: still the model
+    layer's to retry within the deadline, not the node's three times over."""
+    plan = plan_of(step(1, "record", {"text": "alpha"}))
+    with provider(monkeypatch, plan=plan, behave=on("judge", Behaviour(hang=True), 99)) as requests:
+        graph, config = graph_of(), thread()
+        ctx = context(llm_judge=True, evaluator_timeouts={"idle": 0.8, "total": 2.0})
+        go(graph, {"task": "t"}, config, ctx, how)
+        started = time.monotonic()
+        with pytest.raises(ModelTimeoutError, match="evaluator model did not answer within 2"):
+            go(graph, Command(resume="approve"), config, ctx, how)
+        assert time.monotonic() - started < 4.0
+    assert 1 <= len([r for r in requests if role(r) == "judge"]) <= 3
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_provider_nobody_answers_for_is_a_provider_error(monkeypatch, workspace, how):
+    from tests.servers import free_port
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{free_port()}/v1")  # nobody there
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match=r"\(no HTTP status .*Connection.*after 3 tries"):
+        go(graph_of(), {"task": "t"}, thread(), context(planner_timeouts={"total": 20.0}), how)
+    assert time.monotonic() - started < 5.0
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_an_error_event_inside_a_200_stream_is_a_provider_error_with_its_words(
+    monkeypatch, workspace, how
+):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "tok-secret-123456789")
+    error = {"message": "model overloaded (tok-secret-123456789)", "type": "invalid_request_error",
+             "code": "bad_request"}  # fmt: skip
+    with (
+        provider(monkeypatch, behave=lambda body, n: Behaviour(sse_error=error)) as requests,
+        pytest.raises(ProviderError, match="bad_request.*model overloaded") as raised,
+    ):
+        go(graph_of(), {"task": "t"}, thread(), context(), how)
+    assert len(requests) == 1  # not a code that may pass
+    assert "tok-secret-123456789" not in repr(raised.value) + str(raised.value)
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_judge_reply_with_no_choices_gives_no_verdict_and_says_why(monkeypatch, workspace, how):
+    plan = plan_of(step(1, "record", {"text": "alpha"}))
+    with provider(monkeypatch, plan=plan, behave=on("judge", Behaviour(no_choices=True), 99)):
+        graph, config = graph_of(), thread()
+        ctx = context(llm_judge=True, max_replans=0)
+        go(graph, {"task": "t"}, config, ctx, how)
+        out = go(graph, Command(resume="approve"), config, ctx, how)
+    assert out["final"]["status"] == "succeeded"
+    assert "could not be read" in out["evaluation"]["reason"]
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_finish_reason_said_twice_is_one_normal_end(monkeypatch, workspace, how):
+    with provider(monkeypatch, behave=on("planner", Behaviour(finish_twice=True))):
+        out = go(graph_of(), {"task": "t"}, thread(), context(max_plan_repairs=0), how)
+    assert out["__interrupt__"][0].value["plan"]["steps"][2]["args"] == {"text": THIRD}
+
+
+def test_one_empty_stream_does_not_stop_streaming_for_later_runs(monkeypatch, workspace):
+    with provider(monkeypatch, behave=on("planner", Behaviour(empty_stream=True))) as requests:
+        graph = graph_of()
+        first = go(graph, {"task": "t"}, thread(), context(), "invoke")
+        second = go(graph, {"task": "t"}, thread(), context(), "invoke")
+    assert "__interrupt__" in first and "__interrupt__" in second
+    assert [bool(r.get("stream")) for r in requests] == [True, False, True]
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("value", ["nan", "inf", "-3", "soon"])
+def test_a_retry_after_that_is_no_number_of_seconds_is_a_short_backoff(
+    monkeypatch, workspace, how, value
+):
+    with provider(monkeypatch, behave=on("planner", rate_limited(value))) as requests:
+        out = go(graph_of(), {"task": "t"}, thread(), context(), how)
+    assert "__interrupt__" in out
+    assert len(requests) == 2 and requests[1]["at"] - requests[0]["at"] < 3.0
+
+
+class _Stuck(BaseChatModel):
+    """A custom model whose async code blocks (time.sleep) or cancels itself."""
+
+    how: str = "block"
+
+    @property
+    def _llm_type(self) -> str:
+        return "stuck"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        raise AssertionError("async runs use the async API")
+
+    async def _agenerate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
+        if self.how == "cancel":
+            raise asyncio.CancelledError
+        time.sleep(3.0)  # blocks whatever loop it runs on
+        raise AssertionError("unreachable in time")
+
+
+def test_a_custom_model_that_blocks_its_loop_holds_only_its_own_run(monkeypatch, workspace):
+    """Found by a hostile review: every model call shared one loop, so one blocking custom
+    model stalled every other run's model calls in the process."""
+    stuck = build_graph(InMemorySaver(), tools=ToolRegistry([record]), models={"planner": _Stuck()})
+    results: dict[str, Any] = {}
+
+    async def stuck_run() -> None:
+        ctx = context(planner_timeouts={"total": 1.0})
+        with pytest.raises(ModelTimeoutError):
+            await stuck.ainvoke({"task": "t"}, thread(), context=ctx)
+        results["stuck"] = "timed out"
+
+    with provider(monkeypatch):
+        blocker = threading.Thread(target=lambda: asyncio.run(stuck_run()))
+        blocker.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        results["out"] = go(graph_of(), {"task": "t"}, thread(), context(), "ainvoke")
+        results["took"] = time.monotonic() - started
+        blocker.join(10)
+    assert "__interrupt__" in results["out"]
+    assert results["took"] < 2.0
+    assert results["stuck"] == "timed out"
+
+
+def test_a_model_that_cancels_itself_fails_at_once(workspace):
+    """Its async code raises CancelledError (an async run: a sync one uses its sync code)."""
+    graph = build_graph(
+        InMemorySaver(), tools=ToolRegistry([record]), models={"planner": _Stuck(how="cancel")}
+    )
+    started = time.monotonic()
+    with pytest.raises(Exception, match="CancelledError"):  # LangChain's words or planexec's
+        go(graph, {"task": "t"}, thread(), context(planner_timeouts={"total": 30.0}), "ainvoke")
+    assert time.monotonic() - started < 3.0
