@@ -131,10 +131,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive connections, as real providers (streams: chunked)
 
-    def _whole(self, reply: dict[str, Any]) -> None:
-        """Answer with one whole JSON body."""
+    def _whole(
+        self, reply: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer with one whole JSON body (and extra headers)."""
         data = json.dumps(reply).encode()
-        self.send_response(200)
+        self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
@@ -158,14 +162,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.stopping.wait()
             return
         if how.status != 200:
-            data = json.dumps({"error": how.error or {"message": "error", "type": None}}).encode()
-            self.send_response(how.status)
-            for name, value in (how.headers or {}).items():
-                self.send_header(name, value)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            error = {"error": how.error or {"message": "error", "type": None}}
+            self._whole(error, how.status, how.headers)
             return
         message = self.server.reply(body)
         if how.content is not None:
@@ -200,13 +198,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if how.cut_after is not None:
                 message = _cut_message(message, "".join(pieces))
             choice = {"index": 0, "message": message, "finish_reason": finish}
-            reply = {**base, "object": "chat.completion", "choices": [choice], "usage": counts}
-            data = json.dumps(reply).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._whole({**base, "object": "chat.completion", "choices": [choice], "usage": counts})
             return
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")

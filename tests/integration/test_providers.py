@@ -78,13 +78,17 @@ def provider(
     plan: dict[str, Any] = PLAN,
     behave: Callable[[dict[str, Any], int], Behaviour] = lambda body, n: Behaviour(),
     answer: str = ANSWER,
+    plans: Iterator[dict[str, Any]] | None = None,
 ) -> Iterator[list[dict[str, Any]]]:
-    """Serve ``plan`` to the planner, VERDICTS to the judge, ``answer`` to the executor model."""
+    """Serve ``plan`` to the planner, VERDICTS to the judge, ``answer`` to the executor model.
+
+    ``plans``: the next of them to each planner or replanner request, instead of ``plan``.
+    """
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         who = role(body)
         if who == "planner":
-            return tool_call_message("Plan", plan)
+            return tool_call_message("Plan", next(plans) if plans is not None else plan)
         if who == "judge":
             return tool_call_message("Verdicts", VERDICTS)
         return {"role": "assistant", "content": answer}
@@ -296,7 +300,7 @@ def test_a_cut_revision_is_never_run(monkeypatch, workspace, how):
     def reply_plan(body: dict[str, Any], n: int) -> Behaviour:
         return next(behaviours) if role(body) == "planner" else Behaviour()
 
-    with serve_plans(monkeypatch, answers, reply_plan):
+    with provider(monkeypatch, behave=reply_plan, plans=answers):
         graph = build_graph(
             checkpointer=InMemorySaver(), tools=ToolRegistry([record, always_fails])
         )
@@ -306,25 +310,6 @@ def test_a_cut_revision_is_never_run(monkeypatch, workspace, how):
     assert recorded() == ["alpha"]
     assert out["final"]["status"] == "partial"
     assert "length" in out["final"]["answer"]
-
-
-@contextmanager
-def serve_plans(
-    monkeypatch: pytest.MonkeyPatch, plans: Iterator[dict[str, Any]], behave: Behave
-) -> Iterator[list[dict[str, Any]]]:
-    """Serve the next of ``plans`` to each planner or replanner request."""
-
-    def reply(body: dict[str, Any]) -> dict[str, Any]:
-        if role(body) == "planner":
-            return tool_call_message("Plan", next(plans))
-        return {"role": "assistant", "content": ANSWER}
-
-    with _LOCK:
-        RECORDED.clear()
-    with serve(reply, behave=behave) as (url, requests):
-        monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        yield requests
 
 
 @pytest.mark.parametrize("how", HOWS)
