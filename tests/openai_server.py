@@ -17,6 +17,7 @@ from __future__ import annotations
 import http.server
 import json
 import re
+import socket
 import sys
 import threading
 import time
@@ -130,6 +131,11 @@ def _text_of(message: dict[str, Any]) -> str:
 class _Handler(http.server.BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive connections, as real providers (streams: chunked)
+
+    def setup(self) -> None:
+        """Send each write at once (no Nagle: a keep-alive reply's body would wait ~40 ms)."""
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _whole(
         self, reply: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None
