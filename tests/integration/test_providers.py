@@ -666,3 +666,17 @@ def test_a_model_that_cancels_itself_fails_at_once(workspace):
     with pytest.raises(Exception, match="CancelledError"):  # LangChain's words or planexec's
         go(graph, {"task": "t"}, thread(), context(planner_timeouts={"total": 30.0}), "ainvoke")
     assert time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize("how", HOWS)
+@pytest.mark.parametrize("who", ["judge", "executor"])
+def test_every_role_waits_for_retry_after(monkeypatch, workspace, how, who):
+    plan = plan_of(step(1, None, {"about": "x"}, expected="a sentence"))
+    with provider(monkeypatch, plan=plan, behave=on(who, rate_limited("1.5"))) as requests:
+        graph, config = graph_of(), thread()
+        ctx = context(llm_judge=True, max_replans=0)
+        go(graph, {"task": "t"}, config, ctx, how)
+        out = go(graph, Command(resume="approve"), config, ctx, how)
+    assert out["final"]["status"] == "succeeded", out["final"]
+    asked = [r for r in requests if role(r) == who]
+    assert len(asked) == 2 and asked[1]["at"] - asked[0]["at"] >= 1.45
