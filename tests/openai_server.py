@@ -52,6 +52,7 @@ class Behaviour:
     * ``content``: the reply is this text instead of the tool call (e.g. a ``<think>`` block
       then JSON);
     * ``sse_error``: a 200 stream whose first event is ``{"error": sse_error}`` (vLLM, LiteLLM);
+    * ``garbage_after``: after this many pieces, an event that is not JSON, then the end;
     * ``no_choices``: a 200 reply (whole or streamed) with ``"choices": []``;
     * ``finish_twice``: the finish reason on the last delta and again in an empty chunk;
     * ``empty_stream``: a 200 stream of ``[DONE]`` alone.
@@ -68,7 +69,8 @@ class Behaviour:
     repeat_name: bool = False
     refusal: str | None = None
     content: str | None = None
-    sse_error: dict[str, Any] | None = None
+    sse_error: dict[str, Any] | str | None = None
+    garbage_after: int | None = None
     no_choices: bool = False
     finish_twice: bool = False
     empty_stream: bool = False
@@ -250,6 +252,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         send(head)
         name = calls[0]["function"]["name"] if calls else None
         for i, piece in enumerate(pieces):
+            if how.garbage_after is not None and i == how.garbage_after:
+                self._chunk(b"data: {not json\n\n")
+                self._chunk(b"data: [DONE]\n\n")
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+                return
             due = started + pace.first_token + pace.per_token * (i + 1)
             time.sleep(max(0.0, due - time.monotonic()))
             if calls:

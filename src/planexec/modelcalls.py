@@ -189,7 +189,7 @@ def mode_of(request: Request, caller_is_async: bool) -> Mode:
     """
     if _provider_integration(request.base):
         return "loop"
-    if caller_is_async and _has_own_async(request.base):
+    if caller_is_async and _has_own_async(request.base, request.watch is not None):
         return "worker-async"
     return "worker-sync"
 
@@ -216,8 +216,10 @@ class _Producer:
 
         def job(worker: workers.Worker) -> None:
             if mode == "worker-async":
-                with contextlib.suppress(BaseException):  # delivered by _produce
+                try:
                     worker.run_coroutine(self._on_worker(request, streamed, deliver), context)
+                except BaseException as exc:  # an exit that left the runner (LangChain gathers)
+                    deliver(("error", exc))  # the caller keeps the first outcome only
             else:
                 context.run(_produce_sync, request, streamed, deliver, self.stopped)
 
@@ -236,10 +238,14 @@ class _Producer:
     async def _on_worker(
         self, request: Request, streamed: bool, deliver: Callable[[Event], None]
     ) -> None:
+        loop = asyncio.get_running_loop()
         with self.lock:
-            self.loop, self.task = asyncio.get_running_loop(), asyncio.current_task()
+            self.loop, self.task = loop, asyncio.current_task()
             if self.stopped.is_set():
                 return
+        if not getattr(loop, "_planexec_daemon_executor", False):  # the model's own executor
+            loop.set_default_executor(_DaemonThreads())  # calls never hold the process at exit
+            loop._planexec_daemon_executor = True  # type: ignore[attr-defined]
         await _produce(request, streamed, deliver)
 
     def cancel(self) -> None:
@@ -309,15 +315,18 @@ def _provider_integration(base: object) -> bool:
     return any(c.__module__.startswith(PROVIDER_PACKAGES) for c in type(base).__mro__)
 
 
-def _has_own_async(base: object) -> bool:
-    """Say whether a model has async code of its own (else LangChain runs its sync code)."""
+def _has_own_async(base: object, streamed: bool) -> bool:
+    """Say whether a model has async code of its own for this call.
+
+    Without it LangChain runs the model's sync code in an executor; planexec calls the sync API
+    on the worker instead. A streamed call uses ``_astream`` (or ``_agenerate``), a whole one
+    ``_agenerate`` only.
+    """
     if not isinstance(base, BaseChatModel):
         return True  # a runnable: its async API is all it says it has
     kind = type(base)
-    return (
-        kind._agenerate is not BaseChatModel._agenerate
-        or kind._astream is not BaseChatModel._astream
-    )
+    own_generate = kind._agenerate is not BaseChatModel._agenerate
+    return own_generate or (streamed and kind._astream is not BaseChatModel._astream)
 
 
 # --- what the caller does: a conversation without I/O, and its sync and async drivers ----------
@@ -463,8 +472,6 @@ def _conduct(request: Request) -> _Conduct:
                 _no_stream_again(request.base)  # twice in a row: asked whole from now on
                 streamed, tries = False, tries - 1
                 break
-            if chunks:  # part of the reply was shown: the caller asks again, if anyone
-                raise _failed(value, who, transient=True)
             failure = provider_failure(value)
             if failure is None and _provider_integration(request.base) and _unreadable(value):
                 raise IncompleteReplyError(
@@ -472,6 +479,8 @@ def _conduct(request: Request) -> _Conduct:
                     f"{str(value)[:300]})",
                     reason="unreadable",
                 )
+            if chunks:  # part of the reply was shown: the caller asks again, if anyone
+                raise _failed(value, who, transient=True)
             if failure is None:
                 raise value  # not a provider's error: as it is
             if not failure.may_pass or tries >= MAX_TRIES:
@@ -521,6 +530,9 @@ CANNOT_PASS = frozenset(
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
+TRANSIENT_WORDS = ("server", "overload", "rate", "timeout", "unavailable")
+"""Words of an error sent inside a 200 reply (no status to go by) that may pass if asked again."""
+
 
 @dataclass(frozen=True)
 class ProviderFailure:
@@ -564,12 +576,16 @@ def provider_failure(exc: BaseException) -> ProviderFailure | None:
             status=None, code=type(exc).__name__, message=str(exc)[:1000], may_pass=True
         )
     body = getattr(exc, "body", None)
+    if _named(exc, "APIError") and not isinstance(body, dict):  # {"error": "some text"}
+        words = str(body or exc)[:1000]
+        transient = any(w in words.lower() for w in TRANSIENT_WORDS)
+        return ProviderFailure(status=None, code=None, message=words, may_pass=transient)
     if _named(exc, "APIError") and isinstance(body, dict):  # an error event in a 200 stream
         inner = body.get("error")
         said: dict[str, Any] = inner if isinstance(inner, dict) else body
         code = str(said.get("code") or said.get("type") or "") or None
         codes = {str(said.get("code")), str(said.get("type"))}
-        transient = any(w in " ".join(codes) for w in ("server", "overload", "rate", "timeout"))
+        transient = any(w in " ".join(codes) for w in TRANSIENT_WORDS)
         return ProviderFailure(
             status=None,
             code=code,

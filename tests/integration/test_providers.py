@@ -628,6 +628,8 @@ class _Stuck(BaseChatModel):
     ) -> Any:
         if self.how == "cancel":
             raise asyncio.CancelledError
+        if self.how == "exit":
+            raise SystemExit(3)
         time.sleep(3.0)  # blocks whatever loop it runs on
         raise AssertionError("unreachable in time")
 
@@ -680,3 +682,78 @@ def test_every_role_waits_for_retry_after(monkeypatch, workspace, how, who):
     assert out["final"]["status"] == "succeeded", out["final"]
     asked = [r for r in requests if role(r) == who]
     assert len(asked) == 2 and asked[1]["at"] - asked[0]["at"] >= 1.45
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_an_error_event_of_plain_text_is_a_provider_error(monkeypatch, workspace, how):
+    overloaded = Behaviour(sse_error="upstream overloaded")
+    with (
+        provider(monkeypatch, behave=lambda body, n: overloaded) as requests,
+        pytest.raises(ProviderError, match="upstream overloaded .after 3 tries"),
+    ):
+        go(graph_of(), {"task": "t"}, thread(), context(), how)
+    assert len(requests) == 3  # overloaded: it may pass, so asked again within the deadline
+
+
+@pytest.mark.parametrize("how", HOWS)
+def test_a_stream_that_turns_unreadable_is_asked_again(monkeypatch, workspace, how):
+    with provider(monkeypatch, behave=on("planner", Behaviour(garbage_after=3))) as requests:
+        out = go(graph_of(), {"task": "t"}, thread(), context(max_plan_repairs=1), how)
+    assert out["__interrupt__"][0].value["plan"]["steps"][2]["args"] == {"text": THIRD}
+    assert "could not be read" in requests[1]["messages"][-1]["content"]
+
+
+def test_an_exit_in_a_custom_models_async_code_is_raised_at_once(workspace):
+    graph = build_graph(
+        InMemorySaver(), tools=ToolRegistry([record]), models={"planner": _Stuck(how="exit")}
+    )
+    started = time.monotonic()
+    with pytest.raises(SystemExit):
+        go(graph, {"task": "t"}, thread(), context(planner_timeouts={"total": 30.0}), "ainvoke")
+    assert time.monotonic() - started < 3.0
+
+
+STREAM_ONLY = """
+import asyncio, sys, time
+sys.path[:0] = {paths!r}
+from typing import Any
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessageChunk
+from langchain_core.outputs import ChatGenerationChunk
+from planexec import modelcalls
+from planexec.errors import ModelTimeoutError
+from planexec.scrubbed import ScrubbedChatModel
+
+class StreamOnly(BaseChatModel):
+    @property
+    def _llm_type(self) -> str:
+        return "stream-only"
+
+    def _generate(self, *args: Any, **kwargs: Any) -> Any:
+        time.sleep(30)  # a sync call that hangs
+
+    async def _astream(self, *args: Any, **kwargs: Any) -> Any:
+        yield ChatGenerationChunk(message=AIMessageChunk(content="x"))
+
+model = ScrubbedChatModel.around(StreamOnly(), modelcalls.Limits(total=1.0), "executor")
+try:
+    asyncio.run(model.ainvoke("hi"))
+except ModelTimeoutError:
+    print("timed out", flush=True)
+"""
+
+
+def test_a_hung_sync_call_of_a_stream_only_model_never_holds_the_process_at_exit(tmp_path):
+    """Found by a hostile review: LangChain ran its sync code in the worker loop's default
+    executor, whose threads the interpreter waits for at exit."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import planexec
+
+    paths = [str(Path(planexec.__file__).parents[1]), str(Path(__file__).parents[2])]
+    script = tmp_path / "stream_only.py"
+    script.write_text(STREAM_ONLY.format(paths=paths))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=20)
+    assert done.stdout.strip() == "timed out", done.stderr[-2000:]
