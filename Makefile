@@ -13,8 +13,9 @@ fuzz:  ## property tests with random examples, 20x as many as CI tries
 lint:  ## ruff (lint and format check)
 	$(PY) -m ruff check src tests bench
 	$(PY) -m ruff format --check src tests bench
-type:  ## mypy --strict on the package
+type:  ## mypy --strict on the package, and the import layers (.importlinter)
 	$(PY) -m mypy src
+	.venv/bin/lint-imports
 format:  ## ruff format
 	$(PY) -m ruff format src tests bench
 bench:  ## print every benchmark table
