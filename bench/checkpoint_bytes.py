@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import TOOLS, build_graph, context, random_dag, seed, table
 
-from planexec.persistence import sqlite_saver
+from planexec.storage.persistence import sqlite_saver
 
 
 def main() -> None:

@@ -40,8 +40,8 @@ from langgraph.graph import StateGraph
 from overhead import RUNS, SIZES, async_ms, marginal_ms, prepare, sync_ms, tmp_db
 from typing_extensions import TypedDict
 
-from planexec import workers
-from planexec.persistence import async_sqlite_saver, sqlite_saver
+from planexec.runtime import workers
+from planexec.storage.persistence import async_sqlite_saver, sqlite_saver
 
 
 class FloorState(TypedDict, total=False):
@@ -224,7 +224,7 @@ async def main() -> None:
         async with AsyncExitStack() as astack:
             savers = {
                 "in-memory": (InMemorySaver, InMemorySaver),
-                "SQLite (planexec.persistence)": (
+                "SQLite (planexec.storage.persistence)": (
                     lambda: stack.enter_context(sqlite_saver(tmp_db("s.db"))),
                     None,
                 ),

@@ -27,13 +27,13 @@ from planexec import (
     Workspace,
     build_graph,
     default_registry,
-    models,
     use_workspace,
 )
+from planexec.llm import models
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.nodes.planner import planner_messages
-from planexec.references import resolve_references
-from planexec.sandbox import Sandbox
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.plan.references import resolve_references
+from planexec.tools.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import TOOLS, aseed, build_graph, context, table
 
-from planexec.persistence import async_postgres_saver, async_sqlite_saver
+from planexec.storage.persistence import async_postgres_saver, async_sqlite_saver
 
 
 def plan_for(i: int) -> dict[str, Any]:

@@ -23,14 +23,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from planexec import models
-from planexec.persistence import (
+from planexec.llm import models
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
+from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 
 SIZES = (20, 220)
@@ -129,7 +129,7 @@ async def main() -> None:
                     ),
                 ),
                 (
-                    "SQLite, planexec.persistence (WAL, synchronous=NORMAL)",
+                    "SQLite, planexec.storage.persistence (WAL, synchronous=NORMAL)",
                     stack.enter_context(sqlite_saver(tmp_db("c.db"))),
                     await astack.enter_async_context(async_sqlite_saver(tmp_db("d.db"))),
                 ),

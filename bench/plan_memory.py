@@ -33,7 +33,7 @@ from langgraph.types import Command
 
 import planexec
 from planexec import Context
-from planexec.sandbox import Sandbox
+from planexec.tools.sandbox import Sandbox
 from tests.openai_server import Pace, Usage, serve, tool_call_message
 
 ROOT = Path(__file__).resolve().parents[1]

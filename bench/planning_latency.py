@@ -40,8 +40,8 @@ from langgraph.types import Command
 import planexec
 from planexec import Context
 from planexec.plan import to_doc, validate_plan
-from planexec.sandbox import Sandbox
 from planexec.tools import ToolRegistry, default_registry
+from planexec.tools.sandbox import Sandbox
 from tests.openai_server import Pace, count_tokens, serve, tool_call_message
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -61,8 +61,8 @@ from langgraph.types import Command  # noqa: E402
 from planexec import Context, build_graph  # noqa: E402
 from planexec.admission import InvalidInputError  # noqa: E402
 from planexec.errors import TransientToolError  # noqa: E402
-from planexec.persistence import postgres_saver, sqlite_saver  # noqa: E402
 from planexec.plan import to_doc, validate_plan  # noqa: E402
+from planexec.storage.persistence import postgres_saver, sqlite_saver  # noqa: E402
 from planexec.tools import ToolRegistry  # noqa: E402
 
 KINDS = [
@@ -333,7 +333,7 @@ import json, sys
 sys.path.insert(0, {root!r})
 import bench.soak as soak
 from langgraph.types import Command
-from planexec.persistence import {opener}
+from planexec.storage.persistence import {opener}
 with {opener}(sys.argv[1]) as saver:
     graph = soak.build_graph(checkpointer=saver, tools=soak.TOOLS)
     config = {{"configurable": {{"thread_id": sys.argv[2]}}}}

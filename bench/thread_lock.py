@@ -1,6 +1,6 @@
 """Cost of the one-run-per-thread lock: taking and letting go of a thread's lock, per run.
 
-For each saver (in-memory, SQLite via planexec.persistence, PostgreSQL), sync (``hold``, as
+For each saver (in-memory, SQLite via planexec.storage.persistence, PostgreSQL), sync (``hold``, as
 ``invoke`` does) and async (``ahold``, as ``ainvoke`` does): the median and p95 of entering and
 leaving the lock of a fresh thread, 400 times, after 20 warm-up rounds (the first PostgreSQL
 round opens the lock connection). Whole runs take 10-40 ms, so compare with that.
@@ -26,13 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import TOOLS, build_graph, table
 from langgraph.checkpoint.memory import InMemorySaver
 
-from planexec.persistence import (
+from planexec.guarantees.thread_lock import ahold, hold
+from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.thread_lock import ahold, hold
 
 ROUNDS, WARMUP = 400, 20
 

@@ -23,10 +23,10 @@ os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
 os.environ.pop("LANGSMITH_TRACING", None)
 os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
-from planexec import models  # noqa: E402
 from planexec.context import Context  # noqa: E402
-from planexec.sandbox import Sandbox  # noqa: E402
-from planexec.scripted import ScriptedChatModel  # noqa: E402
+from planexec.llm import models  # noqa: E402
+from planexec.llm.scripted import ScriptedChatModel  # noqa: E402
+from planexec.tools.sandbox import Sandbox  # noqa: E402
 from tests.helpers import EXAMPLES  # noqa: E402
 
 WORKSPACE_NAME = "ws"

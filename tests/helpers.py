@@ -22,7 +22,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -138,9 +138,10 @@ def scenario_outcome(plan: dict[str, Any], tools: Any, mode: str) -> dict[str, A
     error. Meant for the process :func:`scenario_report` starts (it sets the environment)."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from planexec import build_graph, models
+    from planexec import build_graph
     from planexec.context import Context
-    from planexec.sandbox import Sandbox
+    from planexec.llm import models
+    from planexec.tools.sandbox import Sandbox
 
     root = tempfile.mkdtemp()
     os.environ["PLANEXEC_WORKSPACE_ROOT"] = root
@@ -230,7 +231,7 @@ def scratch_folder(prefix: str) -> str:
 @contextlib.contextmanager
 def savers(kind: str, tmp_path: Any, request: Any) -> Iterator[tuple[Any, Any]]:
     """(sync saver factory, async saver factory) of one store, as context managers."""
-    from planexec import persistence
+    from planexec.storage import persistence
 
     if kind == "memory":
         saver = InMemorySaver()

@@ -20,7 +20,7 @@ from langchain_core.tools import tool
 from langgraph.config import get_stream_writer
 from langsmith import traceable
 
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import echo, plan_of, plan_reply, step, text_reply
 

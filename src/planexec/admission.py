@@ -25,12 +25,12 @@ from langgraph.types import Command, StateUpdate
 from pydantic import ValidationError
 
 from planexec.context import Context
-from planexec.conversation import input_task
 from planexec.errors import PlanexecError
+from planexec.guarantees.storable import text_size, unstorable_reason
+from planexec.guarantees.thread_lock import ahold, hold, target
+from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
-from planexec.storable import text_size, unstorable_reason
-from planexec.thread_lock import ahold, hold, target
 
 MAX_TASK_CHARS = 20_000
 """Most characters of a task, or of feedback for the planner (each goes into a model prompt)."""

@@ -32,7 +32,7 @@ from pydantic import BaseModel as _BaseModel
 from typing_extensions import TypedDict
 
 from planexec.errors import ConfigurationError
-from planexec.storable import unstorable_reason
+from planexec.guarantees.storable import unstorable_reason
 
 ApprovalPolicy = Literal["always", "first", "never"]
 MAX_REPLANS = 30
@@ -250,7 +250,7 @@ class Context:
             setattr(self, name, {**defaults, **kept})
         check_context(self)
         if self.max_cost is not None:
-            from planexec.budget import unpriced_models
+            from planexec.guarantees.budget import unpriced_models
 
             unpriced = unpriced_models(self)
             if unpriced:

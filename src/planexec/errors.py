@@ -58,7 +58,7 @@ class ModelCallError(PlanexecError):
     """A model call failed; the message says how, in the provider's words where it gave some.
 
     ``transient`` says whether the same call may pass if made again: the model layer
-    (:mod:`planexec.modelcalls`) has already retried what it could within the call's deadline,
+    (:mod:`planexec.llm.calls`) has already retried what it could within the call's deadline,
     so only a call cut off after part of its reply was shown to a watcher is transient.
     """
 

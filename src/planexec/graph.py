@@ -18,11 +18,10 @@ from langgraph.graph import START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 
-from planexec import routing
 from planexec.admission import PlanexecGraph, admit
 from planexec.context import ApprovalPolicy, Context
 from planexec.errors import ConfigurationError, is_transient
-from planexec.models import ChatModels
+from planexec.llm.models import ChatModels
 from planexec.nodes import approval as approval_node
 from planexec.nodes import (
     evaluator,
@@ -32,10 +31,11 @@ from planexec.nodes import (
     intake,
     planner,
     replanner,
+    routing,
 )
-from planexec.sandbox import Sandbox, SandboxError
 from planexec.state import InputState, OutputState, State
 from planexec.tools import ToolRegistry, default_registry
+from planexec.tools.sandbox import Sandbox, SandboxError
 
 # Under sync ``invoke`` each step task holds a worker thread while its step waits and runs;
 # LangGraph sizes that pool by ``max_concurrency`` (else min(32, cpus + 4)), which would cap how
@@ -77,7 +77,7 @@ def build_graph(
 
     Runs' files live under ``workspace_root`` (else ``$PLANEXEC_WORKSPACE_ROOT``, else
     ``./planexec-workspaces``): each thread in a folder of its own unless its context names a
-    shared one (see :mod:`planexec.sandbox`). ``sandbox`` instead gives the whole layout, e.g.
+    shared one (see :mod:`planexec.tools.sandbox`). ``sandbox`` instead gives the whole layout, e.g.
     ``Sandbox.one_folder(path)`` for a single user's own folder.
 
     ``models`` pins model instances by role (``planner``, ``executor``, ``evaluator``) for every

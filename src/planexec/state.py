@@ -97,12 +97,14 @@ class OutputFile(TypedDict):
 
 
 class StepRecord(TypedDict, total=False):
-    """What happened to one step of the current plan (keyed and made in :mod:`planexec.records`).
+    """What happened to one step of the current plan.
+
+    Keyed and made in :mod:`planexec.plan.records`.
 
     ``step_digest`` names the exact step content the result belongs to: a record whose step
     was changed since (by an edit, a state edit or a fork) no longer counts as finished.
     A large output is not in ``output`` (then None) but in the file ``output_file`` names;
-    read outputs with :func:`planexec.outputs.output_of`.
+    read outputs with :func:`planexec.storage.outputs.output_of`.
     """
 
     status: StepStatus
@@ -172,7 +174,8 @@ class BudgetStop(TypedDict):
 class FinalResult(TypedDict):
     """The run's outcome: an answer, the files it made, and what failed.
 
-    ``budget`` is there when a spent budget (:mod:`planexec.budget`) ended the run, or when
+    ``budget`` is there when a spent budget (:mod:`planexec.guarantees.budget`) ended the run, or
+    when
     the run ended past one (calls and steps in flight when it was spent finished).
     """
 

@@ -22,8 +22,8 @@ from langchain_core.tools import tool
 from langgraph.types import Command
 
 from planexec import Context, build_graph
-from planexec.sandbox import Sandbox
 from planexec.tools import ToolRegistry
+from planexec.tools.sandbox import Sandbox
 from planexec.tools.workspace import current_workspace
 
 

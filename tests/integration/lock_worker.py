@@ -26,15 +26,15 @@ from typing import Any
 from langgraph.types import Command
 
 from planexec import Context, build_graph
-from planexec.persistence import (
+from planexec.guarantees.thread_lock import ThreadBusyError
+from planexec.runs import run_settings, sandbox_for
+from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.runs import run_settings, sandbox_for
-from planexec.sandbox import Sandbox
-from planexec.thread_lock import ThreadBusyError
+from planexec.tools.sandbox import Sandbox
 from tests.integration.lock_tools import TOOLS, log_lines
 
 

@@ -9,7 +9,7 @@ import sys
 import time
 
 from planexec.cli import main
-from planexec.scripted import ScriptedChatModel
+from planexec.llm.scripted import ScriptedChatModel
 
 delay = float(os.environ.get("PLANEXEC_TEST_MODEL_DELAY", "0"))
 chunk_delay = float(os.environ.get("PLANEXEC_TEST_CHUNK_DELAY", "0"))

@@ -15,7 +15,7 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.admission import InvalidInputError
-from planexec.plandoc import plan_digest
+from planexec.plan.doc import plan_digest
 from planexec.tools import ToolRegistry
 from planexec.tools.files import write_file
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
@@ -330,8 +330,8 @@ def test_a_plan_edit_with_loose_types_is_refused(graph, use_models, ctx, bad):
 
 
 def test_scripted_models_read_only_the_operators_folder(use_models, ctx, tmp_path, monkeypatch):
-    from planexec import models
     from planexec.errors import ConfigurationError
+    from planexec.llm import models
 
     outside = tmp_path.parent.parent / "elsewhere.json"
     with pytest.raises(ConfigurationError, match="outside PLANEXEC_SCRIPTED_DIR"):

@@ -3,7 +3,7 @@
 Each scenario runs twice with fresh probe models: what the run leaves (state, usage, errors,
 which model API was called) must be the same but for the API, and an async run must never
 call a model's sync API on an event loop (blocking it). A scripted model is not a provider
-integration: it is called on a daemon worker as its caller is (:mod:`planexec.modelcalls`).
+integration: it is called on a daemon worker as its caller is (:mod:`planexec.llm.calls`).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from langgraph.types import Command, RetryPolicy
 from pydantic import BaseModel, PrivateAttr
 
 from planexec import graph as graph_module
-from planexec import modelcalls
 from planexec.graph import build_graph
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm import calls as modelcalls
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import (
     always_fails,

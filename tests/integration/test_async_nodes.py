@@ -20,7 +20,7 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from planexec import build_graph
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, plan_reply, step
 

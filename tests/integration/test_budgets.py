@@ -315,7 +315,7 @@ def test_a_run_that_ends_over_its_budget_says_so(use_models, ctx, mode):
     # its tokens are counted when the reply ends, so the run may finish over a token budget
     # (the documented overshoot by calls in flight); whether the steps ran or were skipped,
     # the result must name the budget that was passed
-    from planexec.scripted import ScriptedChatModel
+    from planexec.llm.scripted import ScriptedChatModel
 
     plan = plan_of(step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "b"}))
     planner = ScriptedChatModel(replies=[plan_reply(plan)], stream_chunk_chars=25)

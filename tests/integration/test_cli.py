@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planexec.cli import app
-from planexec.models import MISSING_KEY
+from planexec.llm.models import MISSING_KEY
 from tests.helpers import EXAMPLES, plan_of, sales_plan, step
 
 runner = CliRunner()

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from planexec import build_graph
 from planexec.cli import app
 from planexec.cli.ui import LiteralConsole
-from planexec.persistence import sqlite_saver
+from planexec.storage.persistence import sqlite_saver
 from tests.helpers import plan_of, step
 
 runner = CliRunner()

@@ -12,10 +12,10 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.errors import TransientToolError
-from planexec.outputs import output_of
-from planexec.sandbox import Sandbox
-from planexec.scripted import ScriptedReply
+from planexec.llm.scripted import ScriptedReply
+from planexec.storage.outputs import output_of
 from planexec.tools import ToolRegistry
+from planexec.tools.sandbox import Sandbox
 from tests.helpers import (
     always_fails,
     echo,

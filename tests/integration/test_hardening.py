@@ -10,9 +10,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from planexec import build_graph, outputs
-from planexec.persistence import sqlite_saver
-from planexec.scripted import ScriptedReply
+from planexec import build_graph
+from planexec.llm.scripted import ScriptedReply
+from planexec.storage import outputs
+from planexec.storage.persistence import sqlite_saver
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, text_reply, thread
 

@@ -16,8 +16,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from planexec import Context, build_graph
+from planexec.llm.scripted import ScriptedChatModel
 from planexec.plan import PlanValidationError, validate_plan
-from planexec.scripted import ScriptedChatModel
 from planexec.tools import ToolRegistry
 from tests import leaky
 from tests.helpers import echo, plan_reply, scripted, thread

@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import build_graph
-from planexec.scripted import ScriptedReply
+from planexec.llm.scripted import ScriptedReply
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
 

@@ -295,7 +295,7 @@ def test_asks_about_one_step_are_bounded(use_models, ctx):
 
 
 def test_the_question_survives_a_restart(use_models, ctx, tmp_path):
-    from planexec.persistence import sqlite_saver
+    from planexec.storage.persistence import sqlite_saver
 
     db = tmp_path / "runs.sqlite"
     with sqlite_saver(db) as saver:

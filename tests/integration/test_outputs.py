@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import build_graph, default_registry
-from planexec.outputs import output_of
-from planexec.sandbox import Sandbox
+from planexec.storage.outputs import output_of
+from planexec.tools.sandbox import Sandbox
 from tests.helpers import plan_of, plan_reply, scripted, step, thread
 
 BIG = "x" * 20_000

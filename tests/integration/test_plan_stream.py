@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import PrivateAttr
 
 from planexec import build_graph
-from planexec.scripted import ScriptedChatModel
+from planexec.llm.scripted import ScriptedChatModel
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, plan_reply, step
 
@@ -150,7 +150,7 @@ def test_a_failing_preview_never_fails_the_planner(tmp_path, monkeypatch):
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("preview bug")
 
-    monkeypatch.setattr("planexec.planpreview.redact", broken)
+    monkeypatch.setattr("planexec.drafting.preview.redact", broken)
     model = ScriptedChatModel(replies=[plan_reply(PLAN)], stream_chunk_chars=10)
     graph = graph_with(model)
     config = {"configurable": {"thread_id": "p"}}
@@ -161,7 +161,7 @@ def test_a_failing_preview_never_fails_the_planner(tmp_path, monkeypatch):
 
 def test_previews_stop_after_the_cap(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("planexec.planpreview.MAX_PREVIEW_STEPS", 2)
+    monkeypatch.setattr("planexec.drafting.preview.MAX_PREVIEW_STEPS", 2)
     model = ScriptedChatModel(replies=[plan_reply(PLAN)], stream_chunk_chars=10)
     events = list(
         graph_with(model).stream(

@@ -9,11 +9,12 @@ from hypothesis import strategies as st
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from planexec import Context, build_graph, models
+from planexec import Context, build_graph
 from planexec.admission import InvalidInputError
+from planexec.llm import models
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.plan import PlanValidationError, validate_plan
 from planexec.review.decisions import Reject, read_decision
-from planexec.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import (
     always_fails,

@@ -18,9 +18,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from planexec import Context, build_graph, models
+from planexec import Context, build_graph
 from planexec.admission import InvalidInputError
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm import models
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.state import FinalResult
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, plan_reply, scratch_folder, step

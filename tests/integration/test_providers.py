@@ -720,9 +720,9 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessageChunk
 from langchain_core.outputs import ChatGenerationChunk
-from planexec import modelcalls
+from planexec.llm import calls as modelcalls
 from planexec.errors import ModelTimeoutError
-from planexec.scrubbed import ScrubbedChatModel
+from planexec.llm.scrubbed import ScrubbedChatModel
 
 class StreamOnly(BaseChatModel):
     @property

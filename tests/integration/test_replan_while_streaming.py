@@ -23,7 +23,7 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from planexec import Context, build_graph
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import plan_reply, text_reply
 from tests.integration.test_run_while_streaming import Streamed

@@ -7,8 +7,8 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.errors import ConfigurationError
-from planexec.models import MISSING_KEY
-from planexec.scripted import ScriptedReply
+from planexec.llm.models import MISSING_KEY
+from planexec.llm.scripted import ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, plan_reply, scripted, step, thread
 

@@ -24,7 +24,7 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from planexec import Context, build_graph
-from planexec.scripted import ScriptedChatModel
+from planexec.llm.scripted import ScriptedChatModel
 from planexec.tools import ToolRegistry
 from tests.helpers import plan_reply, text_reply
 

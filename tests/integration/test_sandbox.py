@@ -9,7 +9,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from planexec import build_graph, default_registry
-from planexec.sandbox import Sandbox, SandboxError
+from planexec.tools.sandbox import Sandbox, SandboxError
 from tests.helpers import plan_of, plan_reply, scripted, step
 
 READ_HOSTNAME = plan_of(step(1, "read_file", {"path": "hostname"}))

@@ -13,8 +13,8 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from planexec import build_graph
-from planexec.persistence import async_sqlite_saver, sqlite_saver
-from planexec.secrets import REDACTED
+from planexec.guarantees.secrets import REDACTED
+from planexec.storage.persistence import async_sqlite_saver, sqlite_saver
 from tests import leaky
 from tests.helpers import thread
 from tests.integration.test_tracing import Recorder

@@ -213,7 +213,7 @@ def test_a_planner_reply_with_nul_in_its_error_ends_cleanly(graph, use_models, c
 
 
 def test_a_judge_reason_with_nul_is_stored(graph, use_models, ctx):
-    from planexec.scripted import ScriptedReply
+    from planexec.llm.scripted import ScriptedReply
 
     judge = scripted(
         ScriptedReply(

@@ -23,7 +23,7 @@ from langgraph.types import Command
 from typer.testing import CliRunner
 
 from planexec import build_graph
-from planexec.store_guard import CheckpointStoreError
+from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools import ToolRegistry
 from planexec.tools.workspace import current_workspace
 from tests.helpers import plan_of, plan_reply, scripted, step, thread

@@ -35,15 +35,15 @@ from typer.testing import CliRunner
 from planexec import Context, build_graph
 from planexec.admission import admit
 from planexec.cli import app
-from planexec.persistence import (
+from planexec.guarantees.thread_lock import ThreadBusyError, advisory_key, hold
+from planexec.state import State
+from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.sandbox import Sandbox
-from planexec.state import State
-from planexec.thread_lock import ThreadBusyError, advisory_key, hold
+from planexec.tools.sandbox import Sandbox
 from tests.helpers import ROOT
 from tests.integration.lock_tools import LABELS, PLAN, TOOLS, ends, log_lines
 from tests.integration.lock_worker import setup

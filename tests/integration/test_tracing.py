@@ -56,8 +56,9 @@ import json, sys
 from langchain_core.tracers.langchain import wait_for_all_tracers
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from planexec import Context, build_graph, models
-from planexec.scripted import ScriptedChatModel, ScriptedReply
+from planexec import Context, build_graph
+from planexec.llm import models
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, step
 plan = plan_of(step(1, "echo", {"text": "a"}))
@@ -161,7 +162,8 @@ import sys
 from langchain_core.tracers.langchain import wait_for_all_tracers
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from planexec import Context, build_graph, models
+from planexec import Context, build_graph
+from planexec.llm import models
 from tests import leaky
 scripted = {"planner": leaky.planner(), "executor": leaky.executor(), "evaluator": leaky.judge()}
 models.provider_model = lambda spec, *_: scripted[spec]

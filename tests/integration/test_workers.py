@@ -25,7 +25,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from planexec.sandbox import Sandbox
+from planexec.tools.sandbox import Sandbox
 from tests.helpers import ROOT
 from tests.integration.runs_worker import LABELS, PLAN
 
@@ -238,8 +238,8 @@ def test_workers_starting_together_create_the_tables_in_turn(fresh_db):
     an advisory lock: held here, three openers wait for it, then all open the database. The
     holder's setup runs CREATE INDEX CONCURRENTLY, which waits for every running transaction:
     openers blocked in pg_advisory_lock would be such transactions (a deadlock), so they poll."""
-    from planexec.persistence import SETUP_LOCK_KEY
     from planexec.runs import Runs
+    from planexec.storage.persistence import SETUP_LOCK_KEY
 
     def waiting() -> int:
         row = admin.execute(

@@ -6,9 +6,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from planexec.drafting import draft_plan, drafting, plan_data
-from planexec.scripted import ScriptedChatModel
+from planexec.llm.scripted import ScriptedChatModel
+from planexec.llm.usage import UsageCounter
 from planexec.tools import ToolRegistry
-from planexec.usage import UsageCounter
 from tests.helpers import echo, plan_of, plan_reply, step, text_reply
 
 PLAN = plan_of(step(1, "echo", {"text": "hi"}))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planexec.judging import NOT_UNDERSTOOD, judge
-from planexec.scripted import ScriptedChatModel, ScriptedReply
-from planexec.scrubbed import ScrubbedChatModel
-from planexec.usage import UsageCounter
+from planexec.drafting.judging import NOT_UNDERSTOOD, judge
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
+from planexec.llm.scrubbed import ScrubbedChatModel
+from planexec.llm.usage import UsageCounter
 from tests.helpers import step, text_reply
 
 STEPS = [step(1, "echo", expected="a greeting"), step(2, "echo", expected="a number")]

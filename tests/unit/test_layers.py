@@ -7,13 +7,15 @@ import configparser
 from pathlib import Path
 
 import grimp
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def units_graph() -> dict[str, set[str]]:
+def units_graph(depth: int = 2) -> dict[str, set[str]]:
+    """Who imports whom, between top-level units (depth 2) or between all modules (0)."""
     graph = grimp.build_graph("planexec", exclude_type_checking_imports=True)
-    top = lambda name: ".".join(name.split(".")[:2])  # noqa: E731
+    top = lambda name: ".".join(name.split(".")[:depth]) if depth else name  # noqa: E731
     edges: dict[str, set[str]] = {}
     for module in graph.modules:
         if module == "planexec":
@@ -25,8 +27,9 @@ def units_graph() -> dict[str, set[str]]:
     return edges
 
 
-def test_no_two_units_import_each_other():
-    edges = units_graph()
+@pytest.mark.parametrize("depth", [2, 0], ids=["packages", "modules"])
+def test_no_two_units_import_each_other(depth):
+    edges = units_graph(depth)
     done: set[str] = set()
 
     def visit(unit: str, path: tuple[str, ...]) -> None:
@@ -48,3 +51,25 @@ def test_every_unit_has_its_layer():
     placed = {u.strip() for line in lines for u in line.replace("|", ":").split(":") if u.strip()}
     missing = sorted(set(units_graph()) - placed)
     assert not missing, f"give these a layer in .importlinter: {missing}"
+
+
+def test_every_moved_module_keeps_its_old_path_for_one_release():
+    """The old import paths give the same module object, with a DeprecationWarning."""
+    import importlib
+    import sys
+    import warnings
+
+    from planexec import MOVED
+
+    for old, new in MOVED.items():
+        sys.modules.pop(old, None)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new), old
+        assert any(f"{old} moved to {new}" in str(w.message) for w in caught), old
+
+
+def test_the_top_of_the_package_holds_what_a_user_imports_first():
+    top = sorted(p.stem for p in (ROOT / "src" / "planexec").glob("*.py"))
+    assert len(top) <= 8, top

@@ -7,8 +7,8 @@ import importlib.util
 import pytest
 from langchain_openai import ChatOpenAI
 
-from planexec import models
 from planexec.errors import ConfigurationError
+from planexec.llm import models
 
 
 def test_an_openai_spec_makes_a_client_that_does_not_retry_by_itself(monkeypatch):

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from planexec.outputs import OutputFileError, OutputStore, output_of
-from planexec.sandbox import check_name, check_thread_id
+from planexec.storage.outputs import OutputFileError, OutputStore, output_of
+from planexec.tools.sandbox import check_name, check_thread_id
 
 
 def test_a_spill_reads_back_only_as_written(tmp_path):

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from planexec.plan import PlanValidationError, validate_plan
-from planexec.plandoc import topological_order
-from planexec.references import UnresolvedReferenceError, resolve_references
+from planexec.plan.doc import topological_order
+from planexec.plan.references import UnresolvedReferenceError, resolve_references
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, sleep_for, step
 
@@ -93,7 +93,7 @@ def test_a_node_without_a_plan_gets_a_clear_error_not_an_assert():
     import pytest
 
     from planexec.errors import PlanexecError
-    from planexec.plandoc import NoPlanError, plan_of
+    from planexec.plan.doc import NoPlanError, plan_of
 
     with pytest.raises(NoPlanError, match="this thread has no plan") as info:
         plan_of({"plan": None})  # type: ignore[typeddict-item]

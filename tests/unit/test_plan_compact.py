@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from langchain_core.tools import tool
 
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plan_checks import tool_summary
+from planexec.plan.checks import tool_summary
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import echo, sleep_for
 from tests.strategies import examples

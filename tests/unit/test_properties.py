@@ -8,7 +8,7 @@ from graphlib import TopologicalSorter
 from hypothesis import HealthCheck, given, settings
 
 from planexec.plan import Plan, PlanValidationError, validate_plan
-from planexec.references import iter_references
+from planexec.plan.references import iter_references
 from planexec.review.decisions import (
     AnswerRefused,
     Approve,

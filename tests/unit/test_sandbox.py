@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planexec.sandbox import SHARED, THREADS, Sandbox, SandboxError
+from planexec.tools.sandbox import SHARED, THREADS, Sandbox, SandboxError
 from tests.strategies import examples
 
 SETTINGS = settings(

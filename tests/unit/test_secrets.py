@@ -14,10 +14,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatResult
 
-from planexec import models
-from planexec.scrubbed import ScrubbedChatModel
-from planexec.scrubbed_io import ScrubbingStream
-from planexec.secrets import (
+from planexec.guarantees.scrubbed_io import ScrubbingStream
+from planexec.guarantees.secrets import (
     QUERY_PASSWORD,
     REDACTED,
     mask_urls,
@@ -27,6 +25,8 @@ from planexec.secrets import (
     secret_values,
     url_passwords,
 )
+from planexec.llm import models
+from planexec.llm.scrubbed import ScrubbedChatModel
 from tests.strategies import examples
 
 KEY = "sk-unit-KEY-24680abcdef"

@@ -12,7 +12,7 @@ import pytest
 
 from planexec.execution.outcomes import ran_digest
 from planexec.execution.wakeups import wake_soon
-from planexec.plandoc import step_digest, topological_order
+from planexec.plan.doc import step_digest, topological_order
 
 
 def _graphlib_order(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:

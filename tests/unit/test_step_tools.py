@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import plan_tools, step_tools
+from planexec.plan.doc import plan_tools, step_tools
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, sleep_for, step
 

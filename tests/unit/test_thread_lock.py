@@ -8,16 +8,17 @@ from pathlib import Path
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from planexec import build_graph, thread_lock
+from planexec import build_graph
 from planexec.errors import PlanexecError
-from planexec.persistence import sqlite_saver
-from planexec.thread_lock import (
+from planexec.guarantees import thread_lock
+from planexec.guarantees.thread_lock import (
     LOCK_DIR_SUFFIX,
     FileLock,
     ThreadBusyError,
     advisory_key,
     hold,
 )
+from planexec.storage.persistence import sqlite_saver
 
 HOSTILE_IDS = [
     "../../../../tmp/evil",
@@ -121,8 +122,8 @@ async def test_a_run_cancelled_while_it_takes_the_lock_leaves_the_thread_free(
     import asyncio
     import time
 
-    from planexec.persistence import async_sqlite_saver
-    from planexec.thread_lock import ahold
+    from planexec.guarantees.thread_lock import ahold
+    from planexec.storage.persistence import async_sqlite_saver
 
     real_acquire, taken = FileLock.acquire, asyncio.Event()
     loop = asyncio.get_running_loop()

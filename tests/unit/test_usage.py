@@ -10,9 +10,9 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.tracers.base import BaseTracer
 from langchain_core.tracers.schemas import Run
 
-from planexec.scripted import ScriptedChatModel
-from planexec.scrubbed import ScrubbedChatModel
-from planexec.usage import UsageCounter, usage_of
+from planexec.llm.scripted import ScriptedChatModel
+from planexec.llm.scrubbed import ScrubbedChatModel
+from planexec.llm.usage import UsageCounter, usage_of
 from tests.helpers import text_reply
 
 

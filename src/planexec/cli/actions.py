@@ -18,8 +18,8 @@ from planexec.cli.watch import Watch, planner_problem
 from planexec.context import Context, InvalidContextError
 from planexec.runs import Runs, new_run, sandbox_for
 from planexec.runs.request import saved_context
-from planexec.sandbox import check_thread_id
 from planexec.tools import default_registry
+from planexec.tools.sandbox import check_thread_id
 
 __all__ = ["NewRun", "Session", "database", "demo", "resume", "show", "start", "threads"]
 DEMO_NOTE = "this demo's plan was recorded; it uses none"

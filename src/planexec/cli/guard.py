@@ -19,8 +19,8 @@ import typer
 from planexec.cli.review import Interrupted, Paused
 from planexec.cli.ui import EXIT_PIPE, console, styled
 from planexec.errors import PlanexecError
-from planexec.scrubbed_io import scrubbed_stdio
-from planexec.store_guard import CheckpointStoreError, describe
+from planexec.guarantees.scrubbed_io import scrubbed_stdio
+from planexec.storage.store_guard import CheckpointStoreError, describe
 
 EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
 

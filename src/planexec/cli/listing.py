@@ -9,9 +9,9 @@ from rich.console import Console
 from planexec.cli.guard import Running, UserError
 from planexec.cli.ui import console
 from planexec.cli.views import print_thread, threads_table
-from planexec.outputs import OutputStore, output_of
 from planexec.runs import Runs, ThreadState, default_db, redact
-from planexec.sandbox import default_outputs_dir
+from planexec.storage.outputs import OutputStore, output_of
+from planexec.tools.sandbox import default_outputs_dir
 
 
 class Session:

@@ -10,7 +10,7 @@ from rich.text import Text
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
 from planexec.cli.ui import one_line, styled
-from planexec.plan_format import expand
+from planexec.plan.compact import expand
 from planexec.runs import StepEvent
 
 WORK = {

@@ -23,7 +23,7 @@ def planner_problem(context: Context) -> str | None:
 
     Building the model reads its settings; nothing is sent anywhere.
     """
-    from planexec.models import provider_model
+    from planexec.llm.models import provider_model
 
     try:
         provider_model(context.planner_model)

@@ -11,8 +11,9 @@ A step's journey, one module each, top to bottom:
 * :mod:`~planexec.execution.model_step` a ``"tool": null`` step's model loop;
 * :mod:`~planexec.execution.outcomes` what a step task returns, and the records made of it.
 
-Below it: :mod:`planexec.toolcalls` (calls off the loop, time limits), :mod:`planexec.outputs`
-(inline or spilled outputs), :mod:`planexec.references` (``$N``), :mod:`planexec.records`.
+Below it: :mod:`planexec.runtime.toolcalls` (calls off the loop, time limits),
+:mod:`planexec.storage.outputs`
+(inline or spilled outputs), :mod:`planexec.plan.references` (``$N``), :mod:`planexec.plan.records`.
 """
 
 from planexec.execution.outcomes import StepOutcome, outcome, records_after, round_usage

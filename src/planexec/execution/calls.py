@@ -1,8 +1,8 @@
 """One tool call of a step, as planexec makes it: off the loop, scrubbed, failures described.
 
 The real call runs quietly in its own thread (async tools on their own loop, see
-:mod:`planexec.toolcalls`): callbacks and traces, if there are any, see a stand-in run with
-scrubbed arguments and result (:mod:`planexec.scrubbed`), and a failure is raised as
+:mod:`planexec.runtime.toolcalls`): callbacks and traces, if there are any, see a stand-in run with
+scrubbed arguments and result (:mod:`planexec.llm.scrubbed`), and a failure is raised as
 :class:`ToolFailed` (or :class:`TransientToolFailed`) with a scrubbed message.
 """
 
@@ -14,14 +14,14 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
-from planexec import toolcalls
 from planexec.errors import ToolError, TransientToolError, is_transient
 from planexec.execution.round import round_secrets
-from planexec.quiet import ToolRun, observed, quiet_config
-from planexec.quiet import quiet as untraced
-from planexec.secrets import redact
-from planexec.storable import UnstorableValueError, to_storable
-from planexec.toolcalls import StepTimeout
+from planexec.guarantees.quiet import ToolRun, observed, quiet_config
+from planexec.guarantees.quiet import quiet as untraced
+from planexec.guarantees.secrets import redact
+from planexec.guarantees.storable import UnstorableValueError, to_storable
+from planexec.runtime import toolcalls
+from planexec.runtime.toolcalls import StepTimeout
 
 
 class ToolFailed(ToolError):

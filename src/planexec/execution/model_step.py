@@ -2,7 +2,7 @@
 
 A bounded loop (``Context.max_executor_turns``): the model answers, or asks for tool calls that
 run like a tool step's call (scrubbed, with the step's time limit) and whose results it reads
-next turn. A call to a tool the step does not list is refused (:mod:`planexec.steptools`).
+next turn. A call to a tool the step does not list is refused (:mod:`planexec.execution.steptools`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
-from planexec import prompts
 from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.round import ExecutionRound
-from planexec.offloop import run_in_thread
-from planexec.outputs import summarize
+from planexec.execution.steptools import Refusals, allowed_tools
+from planexec.guarantees.storable import to_storable
+from planexec.llm import prompts
+from planexec.llm.usage import UsageCounter
+from planexec.runtime.offloop import run_in_thread
 from planexec.state import StepDoc
-from planexec.steptools import Refusals, allowed_tools
-from planexec.storable import to_storable
-from planexec.usage import UsageCounter
+from planexec.storage.outputs import summarize
 
 
 async def model_step(

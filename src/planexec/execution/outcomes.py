@@ -12,9 +12,10 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from planexec.plandoc import step_digest
-from planexec.records import current_records, record_key
-from planexec.secrets import redact
+from planexec.guarantees.secrets import redact
+from planexec.guarantees.storable import storable_text
+from planexec.plan.doc import step_digest
+from planexec.plan.records import current_records, record_key
 from planexec.state import (
     OutputFile,
     PlanDoc,
@@ -24,7 +25,6 @@ from planexec.state import (
     StepRecord,
     add_usage,
 )
-from planexec.storable import storable_text
 
 Finished = Literal["succeeded", "failed", "skipped"]  # a StepStatus other than "pending"
 
@@ -42,7 +42,7 @@ class StepOutcome(TypedDict):
     error: str | None
     usage: dict[str, RoleUsage]
     output_file: NotRequired[OutputFile]
-    """Only for a spilled output (see :mod:`planexec.outputs`); ``output`` is then None."""
+    """Only for a spilled output (see :mod:`planexec.storage.outputs`); ``output`` is then None."""
     refused_calls: NotRequired[list[RefusedCall]]
     ran: NotRequired[str]
     """Digest of the step that ran (:func:`ran_digest`): a replayed result counts only for it."""
@@ -95,7 +95,8 @@ def outcome(
 ) -> StepOutcome:
     """Build a step's outcome, secrets removed.
 
-    ``output`` must already be storable (:func:`planexec.storable.to_storable`); the summary
+    ``output`` must already be storable (:func:`planexec.guarantees.storable.to_storable`); the
+    summary
     and the error, which quote tools and models, are made storable here.
     """
     result = StepOutcome(

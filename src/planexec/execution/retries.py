@@ -3,15 +3,15 @@
 A transient error (:func:`planexec.errors.is_transient`) is retried, up to
 ``Context.step_max_attempts`` attempts, after a capped exponential backoff. A timeout planexec
 imposes is not a transient error of the tool: it is retried only for a tool whose metadata
-says its timed-out calls are safe to retry (:data:`planexec.toolcalls.RETRY_ON_TIMEOUT`).
+says its timed-out calls are safe to retry (:data:`planexec.runtime.toolcalls.RETRY_ON_TIMEOUT`).
 """
 
 from __future__ import annotations
 
 from planexec.context import Context
 from planexec.errors import is_transient
+from planexec.runtime.toolcalls import StepTimeout, retries_timeouts
 from planexec.state import StepDoc
-from planexec.toolcalls import StepTimeout, retries_timeouts
 from planexec.tools.registry import ToolRegistry
 
 MAX_RETRY_INTERVAL = 60.0

@@ -17,20 +17,20 @@ from dataclasses import dataclass, field
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
-from planexec.budget import Budget, run_budget, spending
 from planexec.context import Context, context_of
 from planexec.execution.outcomes import earlier_outcome
 from planexec.execution.scheduling import DependencyGate, StepLoop
 from planexec.execution.slots import SlotPool, chain_ranks
-from planexec.models import ChatModels
-from planexec.outputs import OutputStore
-from planexec.plandoc import plan_of, topological_order
-from planexec.records import current_records, record_key
-from planexec.sandbox import Sandbox
-from planexec.secrets import secret_values
+from planexec.guarantees.budget import Budget, run_budget, spending
+from planexec.guarantees.secrets import secret_values
+from planexec.llm.models import ChatModels
+from planexec.plan.doc import plan_of, topological_order
+from planexec.plan.records import current_records, record_key
 from planexec.state import PlanDoc, State, StepDoc
-from planexec.store_guard import StoreGuard
+from planexec.storage.outputs import OutputStore
+from planexec.storage.store_guard import StoreGuard
 from planexec.tools.registry import ToolRegistry
+from planexec.tools.sandbox import Sandbox
 from planexec.tools.workspace import Workspace
 
 

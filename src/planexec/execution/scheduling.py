@@ -22,7 +22,7 @@ from typing import Any
 from planexec.execution.outcomes import StepOutcome
 from planexec.execution.slots import SlotPool
 from planexec.execution.wakeups import wake_soon
-from planexec.offloop import calls_running_on
+from planexec.runtime.offloop import calls_running_on
 
 
 # Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterable
 from statistics import fmean
 
 from planexec.execution.wakeups import wake_soon
-from planexec.plandoc import topological_order
+from planexec.plan.doc import topological_order
 from planexec.state import StepDoc
 from planexec.tools.registry import TYPICAL_LATENCY as TYPICAL_LATENCY  # re-exported
 from planexec.tools.registry import ToolRegistry

@@ -17,25 +17,25 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
-from planexec.abandoned import CallScope, abandoned_of, call_scope
-from planexec.budget import BudgetExhausted, describe
 from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.model_step import model_step
 from planexec.execution.outcomes import StepOutcome, now, outcome
 from planexec.execution.retries import extra_attempts, retry_delay, retryable
 from planexec.execution.round import ExecutionRound
-from planexec.offloop import run_in_thread
-from planexec.outputs import keep_output, output_of, summary_of
-from planexec.references import UnresolvedReferenceError, iter_references, resolve_references
-from planexec.secrets import redact
+from planexec.execution.steptools import Refusals
+from planexec.guarantees.budget import BudgetExhausted, describe
+from planexec.guarantees.secrets import redact
+from planexec.guarantees.storable import storable_text, to_storable
+from planexec.llm.usage import UsageCounter
+from planexec.plan.references import UnresolvedReferenceError, iter_references, resolve_references
+from planexec.runtime.abandoned import CallScope, abandoned_of, call_scope
+from planexec.runtime.offloop import run_in_thread
+from planexec.runtime.toolcalls import StepTimeout, within
 from planexec.state import OutputFile, StepDoc
-from planexec.steptools import Refusals
-from planexec.storable import storable_text, to_storable
-from planexec.store_guard import CheckpointStoreError
-from planexec.toolcalls import StepTimeout, within
+from planexec.storage.outputs import keep_output, output_of, summary_of
+from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.workspace import use_workspace
-from planexec.usage import UsageCounter
 
 Write = Callable[[dict[str, Any]], None]
 

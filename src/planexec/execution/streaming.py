@@ -47,9 +47,9 @@ from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 
-from planexec.budget import Budget, BudgetExhausted, spending, stopped
 from planexec.context import ApprovalPolicy, Context
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
+from planexec.drafting.revising import signature
 from planexec.errors import is_transient
 from planexec.execution.outcomes import (
     StepOutcome,
@@ -61,19 +61,19 @@ from planexec.execution.outcomes import (
 from planexec.execution.round import ExecutionRound, open_round, running
 from planexec.execution.slots import chain_ranks
 from planexec.execution.tasks import StepFuture, publisher, result_of, round_outcomes
-from planexec.models import ChatModels, internal_call
+from planexec.guarantees.budget import Budget, BudgetExhausted, spending, stopped
+from planexec.guarantees.secrets import redact
+from planexec.guarantees.storable import storable_text
+from planexec.llm.models import ChatModels, internal_call
+from planexec.llm.usage import UsageCounter
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import step_digest, topological_order
-from planexec.records import current_records, record_key
+from planexec.plan.doc import step_digest, topological_order
+from planexec.plan.records import current_records, record_key
 from planexec.review.policy import runs_unapproved
-from planexec.revising import signature
-from planexec.sandbox import Sandbox
-from planexec.secrets import redact
 from planexec.state import PlanDoc, Revision, RoleUsage, State, StepDoc, StepRecord, add_usage
-from planexec.storable import storable_text
-from planexec.store_guard import CheckpointStoreError
+from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
-from planexec.usage import UsageCounter
+from planexec.tools.sandbox import Sandbox
 
 StepTask = Callable[[StepDoc], StepFuture]
 """The durable step task to call (the executor node's ``run_step`` or ``arun_step``)."""
@@ -129,7 +129,7 @@ class StreamingRound:
         attempt finished, and nothing else: a resume under a policy that asks a human.
         ``kept`` (a revision): the records of the steps it keeps, already in ``round_``'s plan
         and done; the streamed steps' ids come after theirs. ``failed``: the
-        :func:`~planexec.revising.signature` of steps that failed, which no step repeats
+        :func:`~planexec.drafting.revising.signature` of steps that failed, which no step repeats
         before the whole plan is known. ``by``: the node that drafts (planner, replanner).
         """
         self.round, self.call, self.tools, self.max_steps = round_, call, tools, max_steps

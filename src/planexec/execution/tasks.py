@@ -17,7 +17,7 @@ from planexec.execution.round import ExecutionRound, current_round
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.step import execute_step
 from planexec.state import StepDoc
-from planexec.store_guard import CheckpointStoreError
+from planexec.storage.store_guard import CheckpointStoreError
 
 StepFuture = Future[Any] | asyncio.Future[Any]
 

@@ -16,9 +16,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.store.base import BaseStore
 from typing_extensions import TypedDict
 
-from planexec import prompts
 from planexec.context import Context
 from planexec.drafting import Drafting, drafting
+from planexec.llm import prompts
 from planexec.memory.store import PlanMemory, Recalled, Template
 from planexec.memory.templates import filled
 from planexec.plan import Plan, PlanValidationError, goal_of_task, validate_plan

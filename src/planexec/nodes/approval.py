@@ -26,10 +26,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
-from planexec.conversation import approval_message
+from planexec.nodes.conversation import approval_message
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import plan_digest, plan_of
-from planexec.records import records_after_edit
+from planexec.plan.doc import plan_digest, plan_of
+from planexec.plan.records import records_after_edit
 from planexec.review.checks import check_names, plan_problems, step_limit
 from planexec.review.decisions import (
     AnswerRefused,

@@ -1,6 +1,7 @@
 """Evaluator node: check results against what steps were meant to produce, then decide.
 
-Every newly succeeded step gets the cheap checks of :mod:`planexec.judging` (output present,
+Every newly succeeded step gets the cheap checks of :mod:`planexec.drafting.judging` (output
+present,
 declared files exist); with ``llm_judge`` the judge also sees them, in one call per round.
 Decisions: finish, retry, replan, give_up.
 """
@@ -14,18 +15,18 @@ from typing import Any
 
 from langgraph.runtime import get_runtime
 
-from planexec import models
-from planexec.budget import Budget, BudgetExhausted, describe, run_budget, spending
 from planexec.context import Context, context_of
-from planexec.judging import Judgement, ajudge, cheap_problem, judge
-from planexec.outputs import OutputFileError, output_of
-from planexec.plandoc import plan_of, topological_order
-from planexec.records import current_records, pending_record, record_key
-from planexec.sandbox import Sandbox
+from planexec.drafting.judging import Judgement, ajudge, cheap_problem, judge
+from planexec.guarantees.budget import Budget, BudgetExhausted, describe, run_budget, spending
+from planexec.guarantees.storable import storable_text
+from planexec.llm import models
+from planexec.llm.usage import UsageCounter
+from planexec.plan.doc import plan_of, topological_order
+from planexec.plan.records import current_records, pending_record, record_key
 from planexec.state import Evaluation, PlanDoc, State, StepDoc, StepRecord
-from planexec.storable import storable_text
+from planexec.storage.outputs import OutputFileError, output_of
 from planexec.tools.registry import ToolRegistry
-from planexec.usage import UsageCounter
+from planexec.tools.sandbox import Sandbox
 
 
 def downstream(steps: list[StepDoc], roots: set[int]) -> set[int]:

@@ -28,12 +28,12 @@ from planexec.execution import (
     run_step_blocking,
     running,
 )
-from planexec.models import ChatModels
-from planexec.plandoc import plan_digest, plan_of
-from planexec.sandbox import Sandbox
+from planexec.llm.models import ChatModels
+from planexec.plan.doc import plan_digest, plan_of
 from planexec.state import ApprovalRecord, State, StepDoc
-from planexec.store_guard import CheckpointStoreError
+from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
+from planexec.tools.sandbox import Sandbox
 
 
 def _run_step(step: StepDoc) -> StepOutcome:

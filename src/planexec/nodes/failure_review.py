@@ -26,11 +26,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import Context, context_of
+from planexec.guarantees.secrets import redact
+from planexec.guarantees.storable import storable_text
 from planexec.nodes.evaluator import downstream
 from planexec.nodes.executor import approval_problem
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plandoc import plan_digest, plan_of
-from planexec.records import current_records, pending_record, record_key, records_after_edit
+from planexec.plan.doc import plan_digest, plan_of
+from planexec.plan.records import current_records, pending_record, record_key, records_after_edit
 from planexec.review import hitl
 from planexec.review.checks import step_limit
 from planexec.review.failure import (
@@ -42,7 +44,6 @@ from planexec.review.failure import (
     describe_failure,
     from_hitl,
 )
-from planexec.secrets import redact
 from planexec.state import (
     FailureAnswer,
     PlanDoc,
@@ -52,7 +53,6 @@ from planexec.state import (
     StepDoc,
     StepRecord,
 )
-from planexec.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 
 

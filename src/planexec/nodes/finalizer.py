@@ -9,13 +9,13 @@ from typing import Any
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
-from planexec.budget import run_budget
 from planexec.context import Context, context_of
-from planexec.conversation import answer_message
+from planexec.guarantees.budget import run_budget
 from planexec.memory import PlanMemory
-from planexec.outputs import OutputFileError, OutputStore, output_of
-from planexec.records import current_records, record_key
+from planexec.nodes.conversation import answer_message
+from planexec.plan.records import current_records, record_key
 from planexec.state import BudgetStop, FinalResult, FinalStatus, State, StepDoc
+from planexec.storage.outputs import OutputFileError, OutputStore, output_of
 from planexec.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
-from planexec.conversation import message_text
+from planexec.nodes.conversation import message_text
 from planexec.state import State
 
 

@@ -12,8 +12,6 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
-from planexec import models, prompts
-from planexec.budget import Budget, BudgetExhausted, run_budget, spending, stopped
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
 from planexec.execution.streaming import (
@@ -25,19 +23,21 @@ from planexec.execution.streaming import (
     round_args,
     started_before,
 )
+from planexec.guarantees.budget import Budget, BudgetExhausted, run_budget, spending, stopped
+from planexec.llm import models, prompts
+from planexec.llm.usage import UsageCounter
 from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
 from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import goal_of_task, to_doc
-from planexec.plandoc import plan_digest
-from planexec.records import pending_record, record_key
+from planexec.plan.doc import plan_digest
+from planexec.plan.records import pending_record, record_key
 from planexec.review.policy import effective_policy
-from planexec.sandbox import Sandbox
 from planexec.state import ProposedPlan, Revision, State
 from planexec.tools.listing import MAX_LISTED_FILES as MAX_LISTED_FILES  # re-exported
 from planexec.tools.listing import workspace_files
 from planexec.tools.registry import ToolRegistry
+from planexec.tools.sandbox import Sandbox
 from planexec.tools.workspace import Workspace
-from planexec.usage import UsageCounter
 
 
 def planner_messages(

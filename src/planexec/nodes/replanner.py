@@ -23,10 +23,9 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
-from planexec import models, prompts
-from planexec.budget import run_budget
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, drafting
+from planexec.drafting.revising import keepable, replanner_messages, signature
 from planexec.execution.streaming import (
     adrafted_and_ran,
     astarted_before,
@@ -36,16 +35,17 @@ from planexec.execution.streaming import (
     round_args,
     started_before,
 )
+from planexec.guarantees.budget import run_budget
+from planexec.llm import models, prompts
+from planexec.llm.usage import UsageCounter
 from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
-from planexec.plandoc import plan_digest, plan_of
-from planexec.records import current_records, pending_record, record_key
+from planexec.plan.doc import plan_digest, plan_of
+from planexec.plan.records import current_records, pending_record, record_key
 from planexec.review.policy import effective_policy
-from planexec.revising import keepable, replanner_messages, signature
-from planexec.sandbox import Sandbox
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
-from planexec.usage import UsageCounter
+from planexec.tools.sandbox import Sandbox
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from langchain.agents.middleware.human_in_the_loop import (
 from langgraph.prebuilt.interrupt import ActionRequest as LegacyActionRequest
 from langgraph.prebuilt.interrupt import HumanInterruptConfig
 
+from planexec.guarantees.storable import unstorable_reason
 from planexec.state import PlanDoc
-from planexec.storable import unstorable_reason
 
 ACTION = "run_plan"
 """The one action the approval asks about: run this plan."""

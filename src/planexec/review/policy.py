@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planexec.context import ApprovalPolicy
-from planexec.plandoc import plan_of, step_tools
+from planexec.plan.doc import plan_of, step_tools
 from planexec.state import State
 from planexec.tools.registry import ToolRegistry
 

@@ -6,8 +6,8 @@ import json
 from typing import Any, Literal
 
 from planexec.context import Context
-from planexec.plandoc import plan_tools
-from planexec.records import current_records, record_key
+from planexec.plan.doc import plan_tools
+from planexec.plan.records import current_records, record_key
 from planexec.review import describe, hitl
 from planexec.review.decisions import SHAPES
 from planexec.review.estimate import Estimate, estimate, estimate_lines

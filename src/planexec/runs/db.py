@@ -14,14 +14,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from planexec.errors import PlanexecError
-from planexec.persistence import (
+from planexec.guarantees.secrets import mask_urls, register_url_secrets
+from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
-from planexec.secrets import mask_urls, register_url_secrets
-from planexec.stores import (
+from planexec.storage.stores import (
     async_postgres_store,
     async_sqlite_store,
     postgres_store,

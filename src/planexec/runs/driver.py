@@ -28,8 +28,8 @@ from planexec.runs.reading import (
 from planexec.runs.request import RunRequest, sandbox_for, saved_context
 from planexec.runs.streaming import Stopped, adrive, drive, resume_payload
 from planexec.runs.types import Decide, OnEvent, RunResult, ThreadState, ThreadSummary
-from planexec.sandbox import Sandbox
 from planexec.tools import ToolRegistry
+from planexec.tools.sandbox import Sandbox
 
 
 class Runs:

@@ -18,9 +18,9 @@ from planexec.context import Context
 from planexec.errors import WorkspaceError
 from planexec.plan import PlanValidationError, goal_of_task, to_doc, validate_plan
 from planexec.runs.db import RunError, is_postgres
-from planexec.sandbox import Sandbox, check_thread_id
 from planexec.state import PlanDoc
 from planexec.tools import ToolRegistry, Workspace, default_registry
+from planexec.tools.sandbox import Sandbox, check_thread_id
 
 PathLike = str | os.PathLike[str]
 

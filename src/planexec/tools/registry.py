@@ -10,8 +10,8 @@ from langchain_core.tools import BaseTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel, create_model
 
-from planexec.plan_format import STEP_FIELDS
-from planexec.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
+from planexec.plan.compact import STEP_FIELDS
+from planexec.runtime.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
 
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
@@ -53,7 +53,8 @@ class ToolRegistry:
         tool's ``metadata["typical_latency"]``): free slots go first to the longest chain it
         weighs, and the approval's estimate adds it up along the slowest chain.
         ``runs_on_loop=True`` lets an async tool that never blocks run on the steps' own event
-        loop instead of a worker thread of its own (:data:`planexec.toolcalls.RUNS_ON_LOOP`).
+        loop instead of a worker thread of its own
+        (:data:`planexec.runtime.toolcalls.RUNS_ON_LOOP`).
         """
         tool_ = _with_args_schema(item if isinstance(item, BaseTool) else as_tool(item))
         if tool_.name in STEP_FIELDS:  # {"description": "x"} would be a model step, not a call

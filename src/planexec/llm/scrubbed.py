@@ -4,15 +4,17 @@ LangChain reports every model and tool call to the run's callbacks: tracers (Lan
 any other), LangGraph's ``messages`` stream, ``astream_events`` and the server's ``events``
 mode. planexec runs each real call *quietly* (no callbacks inherited, LangSmith tracing off)
 and shows callbacks a stand-in run instead, whose inputs and outputs are scrubbed
-(:func:`planexec.secrets.redact`): a model that repeats a key, or a tool that returns,
+(:func:`planexec.guarantees.secrets.redact`): a model that repeats a key, or a tool that returns,
 raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
 
 * :class:`ScrubbedChatModel` wraps a chat model (``models.load_chat_model`` returns every
   model this way). It never streams tokens to callbacks: a secret split across tokens could
   not be recognised, so the ``messages`` stream gets each reply whole, scrubbed (a plan's
-  steps are previewed whole, scrubbed, through :mod:`planexec.replystream`).
-* :class:`planexec.quiet.ToolRun` is the stand-in of one tool call (``execution.calls`` makes
-  it); the real call runs inside :func:`planexec.quiet.quiet` with ``quiet_config``, whose
+  steps are previewed whole, scrubbed, through :mod:`planexec.llm.replystream`).
+* :class:`planexec.guarantees.quiet.ToolRun` is the stand-in of one tool call (``execution.calls``
+makes
+  it); the real call runs inside :func:`planexec.guarantees.quiet.quiet` with ``quiet_config``,
+  whose
   stream writer scrubs what the tool itself writes to the ``custom`` stream.
 """
 
@@ -36,12 +38,12 @@ from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from pydantic import ConfigDict
 
-from planexec import modelcalls
-from planexec.budget import check_spending
-from planexec.modelcalls import Limits, Request
-from planexec.quiet import quiet, scrub_exception
-from planexec.replystream import current_watcher
-from planexec.secrets import redact, secret_values
+from planexec.guarantees.budget import check_spending
+from planexec.guarantees.quiet import quiet, scrub_exception
+from planexec.guarantees.secrets import redact, secret_values
+from planexec.llm import calls as modelcalls
+from planexec.llm.calls import Limits, Request
+from planexec.llm.replystream import current_watcher
 
 
 class ScrubbedChatModel(BaseChatModel):
@@ -54,7 +56,7 @@ class ScrubbedChatModel(BaseChatModel):
 
     inner: Runnable[LanguageModelInput, BaseMessage]
     limits: Limits = Limits()
-    """The time limits of each call (:mod:`planexec.modelcalls`)."""
+    """The time limits of each call (:mod:`planexec.llm.calls`)."""
     role: str = "model"
     """Whose model this is (planner, executor, evaluator), as errors name it."""
     disable_streaming: bool = True
@@ -120,7 +122,7 @@ class ScrubbedChatModel(BaseChatModel):
         """Scrub the prompts, then generate (callbacks see the scrubbed prompts).
 
         Every model call of a run comes through here or :meth:`agenerate`: once a budget of the
-        run is spent (:mod:`planexec.budget`), no call starts.
+        run is spent (:mod:`planexec.guarantees.budget`), no call starts.
         """
         check_spending()
         return super().generate([redact(m) for m in messages], *args, **kwargs)
@@ -137,7 +139,7 @@ class ScrubbedChatModel(BaseChatModel):
     ) -> Request:
         """Return the real call: to the wrapped model, within the role's limits, maybe watched.
 
-        A watcher (:func:`planexec.replystream.watching`) runs in the caller's graph task (its
+        A watcher (:func:`planexec.llm.replystream.watching`) runs in the caller's graph task (its
         context), and gets the reply streamed; without one the reply is asked for whole.
         """
         if stop is not None:

@@ -2,7 +2,7 @@
 
 A real model or tool call runs inside :func:`quiet` with :func:`quiet_config` (no inherited
 callbacks, LangSmith tracing off, a stream writer that scrubs); callbacks see a stand-in run
-(:class:`ToolRun` for tools, :class:`planexec.scrubbed.ScrubbedChatModel` for models) whose
+(:class:`ToolRun` for tools, :class:`planexec.llm.scrubbed.ScrubbedChatModel` for models) whose
 inputs, outputs and errors are scrubbed (:func:`scrub_exception`).
 """
 
@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 from langsmith.run_helpers import tracing_context
 from pydantic import ConfigDict
 
-from planexec.secrets import redact
+from planexec.guarantees.secrets import redact
 
 ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
 ERROR_DATA_ATTRIBUTES = ("body", "code", "param", "doc")

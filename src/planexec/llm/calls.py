@@ -1,6 +1,6 @@
 """Every model call planexec makes: on one long-lived loop, within its time limits, whole.
 
-:class:`planexec.scrubbed.ScrubbedChatModel` makes each real call through :func:`call` (sync
+:class:`planexec.llm.scrubbed.ScrubbedChatModel` makes each real call through :func:`call` (sync
 callers) or :func:`acall` (async callers). This module is the one place that enforces what
 planexec promises about providers:
 
@@ -58,8 +58,8 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from planexec import workers
 from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
+from planexec.runtime import workers
 
 MAX_TRIES = 3
 """Most requests one model call makes for errors that may pass (within its deadline)."""
@@ -151,7 +151,7 @@ class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
     """
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` on a daemon worker (:mod:`planexec.workers`)."""
+        """Run ``fn(*args, **kwargs)`` on a daemon worker (:mod:`planexec.runtime.workers`)."""
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
         def run(_: object) -> None:

@@ -19,12 +19,12 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.utils.json import parse_json_markdown
 
-from planexec import prompts
+from planexec.drafting.preview import PlanPreview, StepsSeen
 from planexec.errors import IncompleteReplyError
+from planexec.guarantees.storable import storable_text
+from planexec.llm import prompts
 from planexec.plan import Plan, PlanValidationError, validate_plan
-from planexec.plan_format import CompactPlan
-from planexec.planpreview import PlanPreview, StepsSeen
-from planexec.storable import storable_text
+from planexec.plan.compact import CompactPlan
 from planexec.tools.registry import ToolRegistry
 
 
@@ -49,7 +49,7 @@ def plan_data(reply: Reply) -> tuple[Any, str | None]:
     Returns ``(data, None)``, or ``(None, problem)`` when the reply holds no readable plan.
     JSON text may be fenced as Markdown (```json … ```) and follow a ``<think>`` block; text
     blocks of a list content are read in order. A reply that did not end normally (cut off,
-    filtered, refused: :mod:`planexec.modelcalls`) holds no plan, whatever it holds.
+    filtered, refused: :mod:`planexec.llm.calls`) holds no plan, whatever it holds.
     """
     if isinstance(reply, IncompleteReplyError):
         return None, (
@@ -141,7 +141,7 @@ def draft_plan(
 ) -> Draft:
     """Hold a drafting conversation with ``model`` through its sync API.
 
-    ``config`` goes to every model call (e.g. a :class:`planexec.usage.UsageCounter`'s). The
+    ``config`` goes to every model call (e.g. a :class:`planexec.llm.usage.UsageCounter`'s). The
     steps stream as ``plan_step`` events while the model writes them (:class:`PlanPreview`);
     ``on_step`` sees each step of the first draft as it completes (not those of repairs).
     """

@@ -6,7 +6,7 @@ OpenAI-compatible server through ``OPENAI_BASE_URL``), and ``scripted:PATH`` rep
 replies offline. A spec without a provider is an OpenAI model.
 
 Nodes call ``models.load_chat_model(...)``, which returns every model scrubbed of secrets
-(:class:`planexec.scrubbed.ScrubbedChatModel`); tests patch ``provider_model``, the one place
+(:class:`planexec.llm.scrubbed.ScrubbedChatModel`); tests patch ``provider_model``, the one place
 that makes the provider's model.
 """
 
@@ -26,8 +26,8 @@ from langgraph.constants import TAG_NOSTREAM
 
 from planexec.context import DEFAULT_TIMEOUTS, Context
 from planexec.errors import ConfigurationError
-from planexec.modelcalls import Limits
-from planexec.scrubbed import ScrubbedChatModel
+from planexec.llm.calls import Limits
+from planexec.llm.scrubbed import ScrubbedChatModel
 
 MISSING_KEY = (
     "OPENAI_API_KEY is not set: export it, or point OPENAI_BASE_URL at an OpenAI-compatible "
@@ -78,7 +78,7 @@ class ChatModels:
         """Return the role's model for a run: the pinned instance, else the one it names.
 
         Either way its calls keep the run's time limits for that role
-        (``context.<role>_timeouts``, see :mod:`planexec.modelcalls`).
+        (``context.<role>_timeouts``, see :mod:`planexec.llm.calls`).
         """
         limits = limits_of(context, role)
         pinned = self._pinned.get(role)
@@ -98,7 +98,7 @@ def load_chat_model(spec: str, limits: Limits | None = None, role: str = "model"
 
     What callbacks, traces and streams see of its calls (prompts, replies, tool-call
     arguments, errors) holds ``[redacted]`` where a secret was. Its calls keep ``limits``
-    (default: :class:`planexec.modelcalls.Limits`'s); ``role`` names it in errors.
+    (default: :class:`planexec.llm.calls.Limits`'s); ``role`` names it in errors.
     """
     limits = limits or Limits()
     return ScrubbedChatModel.around(provider_model(spec, limits), limits, role)
@@ -118,7 +118,7 @@ def provider_model(spec: str, limits: Limits | None = None) -> BaseChatModel:
     if not name.strip():
         raise ConfigurationError(f"model spec {spec!r} names no model: use provider:model")
     if provider == "scripted":
-        from planexec.scripted import ScriptedChatModel
+        from planexec.llm.scripted import ScriptedChatModel
 
         return ScriptedChatModel.from_file(scripted_path(name))
     if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
@@ -128,14 +128,14 @@ def provider_model(spec: str, limits: Limits | None = None) -> BaseChatModel:
     return _initialised(provider, name, base_url, limits.connect, limits.idle)
 
 
-# Providers whose clients retry by themselves: planexec.modelcalls is the one retry layer of
+# Providers whose clients retry by themselves: planexec.llm.calls is the one retry layer of
 # provider errors (it honours Retry-After within the call's deadline), so their clients make
 # one request per try.
 CLIENT_RETRIES = frozenset({"openai", "azure_openai", "anthropic", "groq", "deepseek", "xai"})
 
 
 # Providers whose clients take an openai.Timeout (connect, read): planexec's own deadlines
-# (planexec.modelcalls) hold for every provider; these also stop a silent connection early.
+# (planexec.llm.calls) hold for every provider; these also stop a silent connection early.
 CLIENT_TIMEOUTS = frozenset({"openai", "azure_openai", "deepseek", "xai"})
 
 

@@ -1,9 +1,9 @@
 """The plan a planner, reviewer or editor proposes: its pydantic schema and its validation.
 
 :func:`validate_plan` checks a proposed plan against the registered tools (each step with
-:mod:`planexec.plan_checks`); :func:`to_doc` makes the JSON-native
-:class:`~planexec.state.PlanDoc` that state keeps (see :mod:`planexec.plandoc`). Step
-references (``"$3.path"``) are described in :mod:`planexec.references`.
+:mod:`planexec.plan.checks`); :func:`to_doc` makes the JSON-native
+:class:`~planexec.state.PlanDoc` that state keeps (see :mod:`planexec.plan.doc`). Step
+references (``"$3.path"``) are described in :mod:`planexec.plan.references`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planexec.plan_checks import check_step, tool_summary
-from planexec.plan_format import STEP_FIELDS, SoleParameter, expand
-from planexec.references import iter_references
-from planexec.secrets import scrub_text
+from planexec.guarantees.secrets import scrub_text
+from planexec.guarantees.storable import INT_MAX, INT_MIN, UnstorableValueError, to_storable
+from planexec.plan.checks import check_step, tool_summary
+from planexec.plan.compact import STEP_FIELDS, SoleParameter, expand
+from planexec.plan.references import iter_references
 from planexec.state import PlanDoc, StepDoc
-from planexec.storable import INT_MAX, INT_MIN, UnstorableValueError, to_storable
 
 if TYPE_CHECKING:
     from planexec.tools.registry import ToolRegistry
@@ -173,7 +173,9 @@ def _parse(
     sole_parameter: SoleParameter | None = None,
     goal: str | None = None,
 ) -> Plan:
-    """Read a plan from JSON text or data made storable (:func:`planexec.storable.to_storable`).
+    """Read a plan from JSON text or from storable data.
+
+    Storable: made by :func:`planexec.guarantees.storable.to_storable`.
 
     Text is cleaned (NUL and lone surrogates replaced), integers beyond 64 bits become text (so
     validation reports them where a number is expected), NaN becomes null; a value nested too

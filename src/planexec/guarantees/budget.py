@@ -1,6 +1,6 @@
 """Budgets of a run: model tokens, model cost and working time, enforced in two places.
 
-* Every model call goes through :meth:`planexec.scrubbed.ScrubbedChatModel.generate` (or
+* Every model call goes through :meth:`planexec.llm.scrubbed.ScrubbedChatModel.generate` (or
   ``agenerate``), which calls :func:`check_spending` first: once a budget is spent, no model
   call starts (:class:`BudgetExhausted`).
 * Every step attempt starts in :func:`planexec.execution.step.execute_step`, which asks
@@ -29,8 +29,8 @@ from planexec.state import BudgetName, BudgetStop, RoleUsage
 
 if TYPE_CHECKING:
     from planexec.context import Context
+    from planexec.llm.usage import UsageCounter
     from planexec.state import State
-    from planexec.usage import UsageCounter
 
 
 class ModelPrice(TypedDict):

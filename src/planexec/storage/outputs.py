@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from planexec.errors import PlanexecError, ToolError
-from planexec.offloop import run_in_thread
+from planexec.runtime.offloop import run_in_thread
 from planexec.state import OutputFile
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024

@@ -27,7 +27,7 @@ from langgraph.config import get_config
 
 from planexec.context import Context
 from planexec.errors import ConfigurationError
-from planexec.outputs import OutputStore
+from planexec.storage.outputs import OutputStore
 from planexec.tools.workspace import Workspace
 
 ROOT_ENV = "PLANEXEC_WORKSPACE_ROOT"

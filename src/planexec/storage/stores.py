@@ -2,7 +2,7 @@
 
 The CLI and :class:`planexec.runs.Runs` keep templates next to the checkpoints: the same SQLite
 file, or the same PostgreSQL database (its tables created under the setup lock of
-:mod:`planexec.persistence`, like the savers'). On LangGraph Server, the platform's store is
+:mod:`planexec.storage.persistence`, like the savers'). On LangGraph Server, the platform's store is
 used instead.
 """
 
@@ -17,7 +17,7 @@ from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
-from planexec.persistence import asetup_turn, setup_turn
+from planexec.storage.persistence import asetup_turn, setup_turn
 
 
 @contextmanager

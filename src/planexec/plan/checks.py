@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from planexec.references import iter_references
+from planexec.plan.references import iter_references
 
 if TYPE_CHECKING:
     from planexec.plan import Step

@@ -2,7 +2,7 @@
 
 A plan's digest names its content: approval records it and the executor runs only the approved
 digest. A step's digest names one step's content: a step record counts only for that content
-(:func:`planexec.records.current_records`).
+(:func:`planexec.plan.records.current_records`).
 """
 
 from __future__ import annotations

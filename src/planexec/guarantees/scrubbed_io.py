@@ -3,7 +3,8 @@
 Tools run in the CLI's process and may print their environment; the CLI's own lines quote
 database URLs and error messages. While a command runs, ``sys.stdout`` and ``sys.stderr``
 are wrapped: each complete line is written with URL passwords masked and secret values
-replaced (:func:`planexec.secrets.scrub_text`); a partial line waits for its end or a flush.
+replaced (:func:`planexec.guarantees.secrets.scrub_text`); a partial line waits for its end or a
+flush.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
-from planexec.secrets import scrub_text
+from planexec.guarantees.secrets import scrub_text
 
 
 class ScrubbingStream:

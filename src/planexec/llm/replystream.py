@@ -1,9 +1,9 @@
 """Streaming a model's reply to a watcher while the caller still gets it whole.
 
-Inside :func:`watching`, :class:`planexec.scrubbed.ScrubbedChatModel` streams the model it wraps
-(:func:`planexec.modelcalls.call`) and shows the watcher each raw chunk, mended (whole
+Inside :func:`watching`, :class:`planexec.llm.scrubbed.ScrubbedChatModel` streams the model it wraps
+(:func:`planexec.llm.calls.call`) and shows the watcher each raw chunk, mended (whole
 characters); callbacks, traces and ``messages`` streams still see only the whole scrubbed
-reply. The plan preview is the watcher (:mod:`planexec.planpreview`).
+reply. The plan preview is the watcher (:mod:`planexec.drafting.preview`).
 """
 
 from __future__ import annotations

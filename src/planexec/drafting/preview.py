@@ -1,7 +1,7 @@
 """Plan steps streamed while the model writes them: ``plan_step`` events (``stream_mode="custom"``).
 
 The planner and replanner show a :class:`PlanPreview` each chunk of the reply as it streams
-(:func:`planexec.scrubbed.watching`); each step whose text is complete goes out once, as
+(:func:`planexec.llm.scrubbed.watching`); each step whose text is complete goes out once, as
 written, scrubbed of secrets and made storable. Nothing here validates: the whole plan is
 validated before anyone approves it or anything runs, and the approval shows the valid plan.
 """
@@ -17,9 +17,9 @@ import ijson
 from langchain_core.messages import BaseMessage, BaseMessageChunk
 from langgraph.config import get_stream_writer
 
-from planexec.replystream import watching
-from planexec.secrets import redact, secret_values
-from planexec.storable import UnstorableValueError, clean_text, text_size, to_storable
+from planexec.guarantees.secrets import redact, secret_values
+from planexec.guarantees.storable import UnstorableValueError, clean_text, text_size, to_storable
+from planexec.llm.replystream import watching
 
 MAX_PREVIEW_CHARS = 20_000
 """A step whose text is longer is not previewed (the approval still shows it)."""
@@ -64,7 +64,7 @@ class PlanPreview:
         self.parser = JSON.items_coro(self.found, "steps.item", use_float=True)
 
     def __enter__(self) -> PlanPreview:
-        """Watch the model's reply (see :func:`planexec.scrubbed.watching`)."""
+        """Watch the model's reply (see :func:`planexec.llm.scrubbed.watching`)."""
         self.watch = watching(self)
         self.watch.__enter__()
         return self

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from graphlib import CycleError
 
-from planexec.plandoc import step_digest, topological_order
+from planexec.plan.doc import step_digest, topological_order
 from planexec.state import PlanDoc, StepRecord
 
 

@@ -1,11 +1,11 @@
 """One call off the event loop, on a daemon worker thread of its own, awaited as a plain future.
 
 A sync function runs on the worker's thread; an async one on the worker's own event loop
-(:mod:`planexec.workers`). So a call that blocks (``time.sleep``, a CPU loop, a blocking
+(:mod:`planexec.runtime.workers`). So a call that blocks (``time.sleep``, a CPU loop, a blocking
 driver) stalls only itself, never the loop that awaits it. The caller awaits a plain future,
 so cancelling the caller (a timeout) returns at once even if the call swallows
 ``CancelledError`` or never yields; the call is then asked to stop and, if it goes on, counted
-as abandoned (:mod:`planexec.abandoned`) until it ends. :class:`OnLoopCall` runs a coroutine
+as abandoned (:mod:`planexec.runtime.abandoned`) until it ends. :class:`OnLoopCall` runs a coroutine
 on the caller's own loop instead (for tools that vouch they never block), awaited the same way.
 """
 
@@ -20,9 +20,9 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from planexec import abandoned, workers
-from planexec.abandoned import AbandonedCall, CallScope
 from planexec.errors import ToolError
+from planexec.runtime import abandoned, workers
+from planexec.runtime.abandoned import AbandonedCall, CallScope
 
 CANCEL_GRACE = 0.1
 """Seconds a cancelled call may take to stop before it is counted as abandoned."""

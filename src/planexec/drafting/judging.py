@@ -19,11 +19,11 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
-from planexec import prompts
 from planexec.errors import IncompleteReplyError, WorkspaceError
-from planexec.outputs import summarize
-from planexec.secrets import redact
+from planexec.guarantees.secrets import redact
+from planexec.llm import prompts
 from planexec.state import StepDoc
+from planexec.storage.outputs import summarize
 from planexec.tools.workspace import Workspace
 
 NOT_UNDERSTOOD = "the judge's reply was not understood; results accepted on cheap checks"

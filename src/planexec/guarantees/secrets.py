@@ -5,7 +5,7 @@ Secrets are the values of environment variables whose names mark them (``*KEY*``
 URL-valued environment variables (``DATABASE_URL=postgresql://user:pw@host/db``), and values
 the process registers (the password of a ``--db`` URL). planexec never copies them into
 state; whatever a model or a tool produces is scrubbed of them before anything records it
-(see :mod:`planexec.scrubbed`), so a tool that echoes its environment, an error that quotes a
+(see :mod:`planexec.llm.scrubbed`), so a tool that echoes its environment, an error that quotes a
 key or a model that repeats one shows ``[redacted]`` instead.
 """
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from planexec import prompts
-from planexec.outputs import summarize
-from planexec.plandoc import topological_order
-from planexec.records import record_key
+from planexec.llm import prompts
+from planexec.plan.doc import topological_order
+from planexec.plan.records import record_key
 from planexec.state import PlanDoc, StepDoc, StepRecord
+from planexec.storage.outputs import summarize
 from planexec.tools.registry import ToolRegistry
 
 
