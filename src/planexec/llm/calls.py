@@ -1,4 +1,4 @@
-"""Every model call planexec makes: on one long-lived loop, within its time limits, whole.
+"""Every model call planexec makes: where it runs, within its time limits, whole.
 
 :class:`planexec.llm.scrubbed.ScrubbedChatModel` makes each real call through :func:`call` (sync
 callers) or :func:`acall` (async callers). This module is the one place that enforces what
@@ -9,11 +9,12 @@ planexec promises about providers:
   streamed reply, keep-alive comments do not count; also the client's read timeout) and
   ``total`` (the whole call, its retries and waits included). A call past one of them is
   cancelled (its connection closed) and raises :class:`ModelTimeoutError`.
-* **No client is bound to a loop that can close.** Every call runs on the *model loop*: an
-  event loop on a daemon thread that lives as long as the process, whatever called (``invoke``
-  or ``ainvoke``, one run or many, threads, the server). A client's connection pool is only
-  ever used from that loop. The caller waits for the call's events without blocking its own
-  loop.
+* **No client is bound to a loop that can close.** A provider integration's call runs on the
+  *model loop*: an event loop on a daemon thread that lives as long as the process, whatever
+  called (``invoke`` or ``ainvoke``, one run or many, threads, the server), so a client's
+  connection pool is only ever used from that loop. Any other model runs on a daemon worker,
+  as a tool does (:func:`mode_of`): code of its own that blocks holds only its own call. The
+  caller waits for the call's events without blocking its own loop.
 * **Back-pressure.** A provider error that may pass (rate limits, 5xx, a dropped connection)
   is asked again, at most :data:`MAX_TRIES` times, after the provider's ``Retry-After`` (or a
   short backoff) and never past the deadline; an error that cannot pass (a spent quota, a
@@ -739,7 +740,7 @@ def unfinished(reply: BaseMessage, base: object) -> tuple[str, str] | None:
         return f"was a refusal: {str(refusal)[:2000]!r}", "refusal"
     finish = _finish_of(reply)
     if finish is None:
-        if _reports_finish(base):
+        if _provider_integration(base):
             return "was cut off: it ended without a finish reason", "none"
         return None
     if str(finish) in NORMAL_ENDS:
@@ -755,10 +756,6 @@ def finished(reply: BaseMessage, base: object, who: str) -> BaseMessage:
         return reply
     said, reason = problem
     raise IncompleteReplyError(f"the {who}'s reply {said}", reason=reason)
-
-
-def _reports_finish(base: object) -> bool:
-    return _provider_integration(base)
 
 
 def _joined(chunks: list[BaseMessage], finish: str | None = None) -> BaseMessage:

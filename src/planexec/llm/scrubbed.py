@@ -20,7 +20,8 @@ makes
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import copy_context
 from typing import Any
 
@@ -157,17 +158,8 @@ class ScrubbedChatModel(BaseChatModel):
     ) -> ChatResult:
         secrets = secret_values()
         request = self._request(messages, stop, kwargs)
-        # A provider model's bound tools (a RunnableBinding) merge the caller's config back
-        # in, callbacks included: run the raw call outside of any parent config.
-        token = var_child_runnable_config.set(None)
-        try:
-            with quiet():
-                reply = modelcalls.call(request)
-        except Exception as exc:
-            scrub_exception(exc, secrets)
-            raise
-        finally:
-            var_child_runnable_config.reset(token)
+        with _raw_call(secrets):
+            reply = modelcalls.call(request)
         return _scrubbed_result(reply, secrets)
 
     async def _agenerate(
@@ -179,16 +171,27 @@ class ScrubbedChatModel(BaseChatModel):
     ) -> ChatResult:
         secrets = secret_values()
         request = self._request(messages, stop, kwargs)
-        token = var_child_runnable_config.set(None)
-        try:
-            with quiet():
-                reply = await modelcalls.acall(request)
-        except Exception as exc:
-            scrub_exception(exc, secrets)
-            raise
-        finally:
-            var_child_runnable_config.reset(token)
+        with _raw_call(secrets):
+            reply = await modelcalls.acall(request)
         return _scrubbed_result(reply, secrets)
+
+
+@contextmanager
+def _raw_call(secrets: list[str]) -> Iterator[None]:
+    """Run the wrapped model's call quietly, outside any parent config; scrub what it raises.
+
+    A provider model's bound tools (a RunnableBinding) merge the caller's config back in,
+    callbacks included: the raw call runs with none. Errors keep their type, messages scrubbed.
+    """
+    token = var_child_runnable_config.set(None)
+    try:
+        with quiet():
+            yield
+    except Exception as exc:
+        scrub_exception(exc, secrets)
+        raise
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 def _scrubbed_result(reply: BaseMessage, secrets: list[str]) -> ChatResult:
