@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import START
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Command, StateUpdate
 from pydantic import ValidationError
@@ -223,14 +224,16 @@ def nothing_to_resume(config: RunnableConfig) -> InvalidInputError:
 
 
 def _has_run(saved: Any) -> bool:
-    """Say whether a saved checkpoint holds a run, which has its task.
+    """Say whether a saved checkpoint holds a run: its task, or its input not yet applied.
 
-    State edits alone (``update_state`` on a thread no run has started) leave one without.
+    A run stopped right after its input was saved (a stream closed after its first event) has
+    only the input; state edits alone (``update_state`` on a thread no run has started) have
+    neither.
     """
     if saved is None:
         return False
     values = saved.checkpoint.get("channel_values") or {}
-    return bool(values.get("task"))
+    return bool(values.get("task") or values.get(START))  # START: the input, not yet applied
 
 
 def check_resumable(graph: Any, input: Any, config: RunnableConfig | None) -> None:

@@ -126,3 +126,19 @@ def test_a_resume_after_state_edits_alone_is_refused(sent, edit, use_models, ctx
         asyncio.run(graph.ainvoke(NOTHING_TO_RESUME[sent], config, context=ctx()))
     asked = graph.invoke({"task": "t"}, config, context=ctx())  # the thread starts normally
     assert asked["__interrupt__"][0].value["type"] == "plan_approval"
+
+
+def test_a_run_resumed_from_its_input_checkpoint_continues(use_models, ctx):
+    """The input checkpoint holds the input, not yet applied (no task in state): a resume or
+    replay from it continues the run, as one whose stream closed right after its first event
+    does. Found when a state-edits-only thread was first refused for having no task."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    use_models(planner=scripted(plan_reply(GOOD, match=".")))
+    graph, config = build_graph(checkpointer=InMemorySaver(), tools=TOOLS), thread()
+    graph.invoke({"task": "t"}, config, context=ctx())
+    first = next(c for c in graph.checkpointer.list(config) if c.metadata["source"] == "input")
+    assert "task" not in first.checkpoint["channel_values"]
+    replay = {"configurable": {**config["configurable"], **first.config["configurable"]}}
+    asked = graph.invoke(None, replay, context=ctx())
+    assert asked["__interrupt__"][0].value["type"] == "plan_approval"
