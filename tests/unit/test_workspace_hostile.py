@@ -52,41 +52,58 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-@pytest.fixture
-def swapping(tree: tuple[Path, Path]) -> Iterator[Callable[[], bool]]:
-    """Swap ws/sub for a link to the outside folder and back, in a loop, for SWAP_SECONDS.
+class Swapper:
+    """Swaps ws/sub for a link to the outside folder and back, on a thread, for SWAP_SECONDS.
 
-    A tool may make a new ``sub`` while the real one is away; putting it back removes that.
+    A tool may make a new ``sub`` while the real one is away, and a tool writing into that
+    new folder meanwhile can make putting the real one back fail; ``settle`` puts it back
+    once the tools are done, when nothing races it.
     """
-    ws, outside = tree
-    sub, away = ws / "sub", ws / "sub.away"
-    stop = threading.Event()
-    deadline = time.monotonic() + SWAP_SECONDS
 
-    def restore() -> None:
-        with contextlib.suppress(OSError):
-            if sub.is_symlink():
-                sub.unlink()
-            elif sub.is_dir() and away.is_dir():
-                shutil.rmtree(sub, ignore_errors=True)
-            if away.is_dir():
-                os.rename(away, sub)
+    def __init__(self, ws: Path, outside: Path) -> None:
+        self.sub, self.away, self.outside = ws / "sub", ws / "sub.away", outside
+        self.stop = threading.Event()
+        self.deadline = time.monotonic() + SWAP_SECONDS
+        self.thread = threading.Thread(target=self.swap, daemon=True)
 
-    def swap() -> None:
-        while not stop.is_set() and time.monotonic() < deadline:
+    def restore(self) -> None:
+        sub, away = self.sub, self.away
+        if sub.is_symlink():
+            sub.unlink()
+        elif sub.is_dir() and away.is_dir():
+            shutil.rmtree(sub)
+        if away.is_dir():
+            os.rename(away, sub)
+
+    def swap(self) -> None:
+        while not self.stop.is_set() and time.monotonic() < self.deadline:
             with contextlib.suppress(OSError):
-                os.rename(sub, away)
+                os.rename(self.sub, self.away)
             with contextlib.suppress(OSError):
-                os.symlink(outside, sub)
-            restore()
+                os.symlink(self.outside, self.sub)
+            with contextlib.suppress(OSError):
+                self.restore()
             time.sleep(random.random() / 1000)  # the real folder stays a moment, then goes
 
-    swapper = threading.Thread(target=swap, daemon=True)
-    swapper.start()
-    yield lambda: swapper.is_alive()
-    stop.set()
-    swapper.join(5)
-    restore()
+    def running(self) -> bool:
+        return self.thread.is_alive()
+
+    def settle(self) -> None:
+        """Stop swapping and put the real folder back; call it when no tool runs."""
+        self.stop.set()
+        self.thread.join(5)
+        assert not self.thread.is_alive(), "the swapper did not stop"
+        self.restore()
+
+
+@pytest.fixture
+def swapping(tree: tuple[Path, Path]) -> Iterator[Swapper]:
+    """A running ``Swapper`` over the tree; settled again at teardown."""
+    swapper = Swapper(*tree)
+    swapper.thread.start()
+    yield swapper
+    with contextlib.suppress(OSError):
+        swapper.settle()
 
 
 CALLS: dict[str, Callable[[], Any]] = {
@@ -130,7 +147,7 @@ def test_a_folder_swapped_for_a_link_meanwhile_never_redirects_a_tool(tree, swap
     refused: dict[str, int] = dict.fromkeys(CALLS, 0)
     wrong: list[str] = []
     with use_workspace(ws):
-        while swapping():
+        while swapping.running():
             for name, run in CALLS.items():
                 try:
                     out = run()
@@ -146,8 +163,8 @@ def test_a_folder_swapped_for_a_link_meanwhile_never_redirects_a_tool(tree, swap
     assert snapshot(outside) == before, "a write landed outside the workspace"
     assert not wrong, wrong[:5]
     assert sum(done.values()) + sum(refused.values()) > len(CALLS)
-    swapping_stopped = not swapping()
-    assert swapping_stopped and (ws / "sub" / "note.txt").read_text() == "inside"
+    swapping.settle()
+    assert (ws / "sub" / "note.txt").read_text() == "inside"
     with use_workspace(ws):  # the tree at rest: every tool works in the folder
         for name, run in CALLS.items():
             assert not leaked(name, run()), name
