@@ -65,8 +65,17 @@ def test_malformed_json_and_missing_fields(tools):
 
 
 def test_a_referenced_argument_is_checked_at_run_time_only(tools):
-    plan = plan_of(step(1, "echo", {"text": "1"}), step(2, "sleep_for", {"seconds": "$1.n"}, [1]))
+    """sleep_for returns dict[str, Any]: any field, of any type, until it runs."""
+    plan = plan_of(
+        step(1, "sleep_for", {"seconds": 0}), step(2, "sleep_for", {"seconds": "$1.n"}, [1])
+    )
     validate_plan(plan, tools, max_steps=10)
+
+
+def test_a_field_of_a_tool_that_returns_text_is_refused(tools):
+    plan = plan_of(step(1, "echo", {"text": "1"}), step(2, "sleep_for", {"seconds": "$1.n"}, [1]))
+    with pytest.raises(PlanValidationError, match=r"\$1\.n does not exist: cannot take 'n'"):
+        validate_plan(plan, tools, max_steps=10)
 
 
 def test_kept_steps_may_be_depended_on(tools):

@@ -132,6 +132,8 @@ class Reviewer:
         if request.get("side_effect_tools"):
             tools = ", ".join(map(str, request["side_effect_tools"]))
             self.out.print(styled("tools that write or send: ", tools))
+        for sid, shape in (request.get("produces") or {}).items():
+            self.out.print(styled((f"step {sid} produces ", "dim"), str(shape)))
         for line in [*memory_lines(request.get("memory")), *ran_lines(request.get("already_ran"))]:
             self.out.print(line)
         found = request.get("estimate")

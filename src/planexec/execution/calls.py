@@ -22,6 +22,7 @@ from planexec.guarantees.secrets import redact
 from planexec.guarantees.storable import UnstorableValueError, to_storable
 from planexec.runtime import toolcalls
 from planexec.runtime.toolcalls import StepTimeout
+from planexec.tools.returns import check_output
 
 
 class ToolFailed(ToolError):
@@ -35,7 +36,9 @@ class TransientToolFailed(ToolFailed, TransientToolError):
 async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
     """Invoke a tool; return its result as JSON data with every secret replaced.
 
-    ``config`` names and tags the stand-in run; what the tool writes to the stream is scrubbed.
+    A result that does not fit the tool's declared output schema fails the call
+    (:func:`planexec.tools.returns.check_output`): no dependent ever sees it. ``config``
+    names and tags the stand-in run; what the tool writes to the stream is scrubbed.
     """
     secrets = round_secrets()
 
@@ -43,8 +46,9 @@ async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfi
         problem: tuple[str, bool] | None = None
         with untraced():
             try:
-                value = await toolcalls.call_tool(tool_, args, quiet_config(secrets))
-                return redact(to_storable(value), secrets)
+                value = to_storable(await toolcalls.call_tool(tool_, args, quiet_config(secrets)))
+                check_output(tool_, value)
+                return redact(value, secrets)
             except Exception as exc:  # reported as a scrubbed ToolFailed
                 problem = (redact(describe_error(exc), secrets), is_transient(exc))
         message, transient = problem  # raised here, outside the handler: no chained original

@@ -234,8 +234,9 @@ def validate_plan(
             errors.append(f"duplicate step id {sid}")
         seen.add(sid)
     known = set(ids) | set(kept)  # built once: per step it made validation O(n²)
+    producers = {s.id: s.tool for s in plan.steps}
     for step in plan.steps:
-        errors.extend(check_step(step, tools, known))
+        errors.extend(check_step(step, tools, known, producers))
     if not errors:
         graph = {s.id: [d for d in s.depends_on if d in seen] for s in plan.steps}
         try:

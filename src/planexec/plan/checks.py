@@ -8,19 +8,27 @@ without one is described by :func:`tool_summary`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from planexec.plan.references import iter_references
+from planexec.plan.references import REFERENCE, iter_references
+from planexec.plan.shapes import ShapeError, Shapes, expand, fits, json_types, reach, type_text
 
 if TYPE_CHECKING:
     from planexec.plan import Step
     from planexec.tools.registry import ToolRegistry
 
 
-def check_step(step: Step, tools: ToolRegistry, known: set[int]) -> list[str]:
-    """Return the problems of one step (``known``: the ids it may depend on)."""
+def check_step(
+    step: Step, tools: ToolRegistry, known: set[int], producers: Mapping[int, str | None]
+) -> list[str]:
+    """Return the problems of one step (``known``: the ids it may depend on).
+
+    ``producers`` gives the tool of each step of the plan (None: the executor model), whose
+    declared output the step's references are checked against (:func:`check_references`).
+    """
     errors: list[str] = []
     if step.tool is not None and step.tool not in tools:
         errors.append(
@@ -45,7 +53,61 @@ def check_step(step: Step, tools: ToolRegistry, known: set[int]) -> list[str]:
             errors.append(f"step {step.id} depends on unknown step {dep}")
     for ref in sorted(refs - set(step.depends_on)):  # beyond 64 bits: never a step id
         errors.append(f"step {step.id} refers to ${ref}, but there is no step {ref}")
+    errors.extend(check_references(step, tools, producers))
     return errors
+
+
+def check_references(
+    step: Step, tools: ToolRegistry, producers: Mapping[int, str | None]
+) -> list[str]:
+    """Check each ``$N.field`` against what step N's tool declares it returns.
+
+    A path no output of that tool can have is refused, naming the fields that exist; so is a
+    reference whose types cannot fill the argument it fills (a whole ``"$N.field"``, or text
+    around a reference: a string), when both are declared. A step whose tool declares no
+    output (or the executor model's step) is not checked.
+    """
+    errors: list[str] = []
+    places = _argument_places(step, tools)
+    for name, value in step.args.items():
+        for ref, path in iter_references(value):
+            producer = producers.get(ref)
+            schema = tools.output_schema(producer) if producer in tools else None
+            if schema is None:
+                continue
+            where = f"${ref}" + "".join(f".{p}" for p in path)
+            try:
+                reached = reach(schema, path)
+            except ShapeError as exc:
+                errors.append(
+                    f"step {step.id}: {where} does not exist: {exc} in what step {ref}'s tool "
+                    f"{producer} returns"
+                )
+                continue
+            wanted = places.get(name)
+            if wanted is None or not isinstance(value, str):
+                continue
+            whole = REFERENCE.fullmatch(value)
+            given = json_types(reached) if whole else frozenset({"string"})
+            if not fits(given, json_types(wanted)):
+                errors.append(
+                    f"step {step.id}: argument {name!r} of {step.tool} takes "
+                    f"{type_text(json_types(wanted))}, but {where if whole else repr(value)} "
+                    f"is {type_text(given)}"
+                )
+    return errors
+
+
+def _argument_places(step: Step, tools: ToolRegistry) -> dict[str, Shapes]:
+    """Return the shapes each argument of a tool step's tool takes (none: not declared)."""
+    if step.tool is None or step.tool not in tools:
+        return {}
+    schema = tools.args_json_schema(step.tool)
+    properties = schema.get("properties") if schema is not None else None
+    if not isinstance(properties, Mapping):
+        return {}
+    assert schema is not None
+    return {str(name): expand(sub, schema) for name, sub in properties.items()}
 
 
 def tool_summary(tool: str, tools: ToolRegistry, limit: int = 160) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from typing_extensions import TypedDict
 
@@ -17,6 +17,8 @@ from planexec.state import PlanDoc
 
 ARG_CELL = 80
 """Characters of a step's args shown in the description's table."""
+PRODUCES_CELL = 100
+"""Characters of a step's output shape shown in the description's table."""
 MARKUP = re.compile(r"([\\`*_\[\]<>!|~])")
 """Characters that start Markdown markup (links, images, HTML, code, emphasis, table cells)."""
 
@@ -42,16 +44,18 @@ def describe(
     calls: ModelCallEstimate,
     problems: list[str],
     estimate: Sequence[str] = (),
+    produces: Mapping[str, str] | None = None,
 ) -> str:
     """Describe the plan for a reviewer in Markdown: steps, side effects, model calls.
 
-    ``estimate`` holds the lines of :func:`planexec.review.estimate.estimate_lines`.
+    ``estimate`` holds the lines of :func:`planexec.review.estimate.estimate_lines`;
+    ``produces`` what each tool step returns (step id: shape in a line), shown by the step.
     """
     lines = [
         f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
         "",
-        "| # | tool | args | after |",
-        "|---|------|------|-------|",
+        "| # | tool | args | after | produces |",
+        "|---|------|------|-------|----------|",
     ]
     for step in plan["steps"]:
         if step["tool"]:
@@ -61,7 +65,9 @@ def describe(
             tool = "model" + (f" ({_code(', '.join(step['tools']), 60)})" if step["tools"] else "")
             args = _cell(step["description"], ARG_CELL)
         after = ", ".join(str(d) for d in step["depends_on"])
-        lines.append(f"| {step['id']} | {tool} | {args} | {after} |")
+        shape = (produces or {}).get(str(step["id"]))
+        made = _code(shape, PRODUCES_CELL) if shape else ""
+        lines.append(f"| {step['id']} | {tool} | {args} | {after} | {made} |")
     lines += [
         "",
         "Side-effecting tools: "

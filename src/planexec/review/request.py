@@ -8,12 +8,16 @@ from typing import Any, Literal
 from planexec.context import Context
 from planexec.plan.doc import plan_tools
 from planexec.plan.records import current_records, record_key
+from planexec.plan.shapes import compact
 from planexec.review import describe, hitl
 from planexec.review.decisions import SHAPES
 from planexec.review.estimate import Estimate, estimate, estimate_lines
 from planexec.review.hitl import HitlFields
 from planexec.state import PlanDoc, State
 from planexec.tools.registry import ToolRegistry
+
+PRODUCES_LIMIT = 160
+"""Characters of a step's output shape the approval shows."""
 
 
 class ApprovalRequest(HitlFields):
@@ -30,6 +34,8 @@ class ApprovalRequest(HitlFields):
     origin: str
     """Who made the plan: ``planner``, ``replanner``, ``reviewer``, or ``state edit``."""
     side_effect_tools: list[str]
+    produces: dict[str, str]
+    """What each tool step's tool declares it returns, in a line (step id: shape)."""
     problems: list[str]
     """Why the plan is invalid (it can then be edited, rejected or cancelled, not approved)."""
     error: str | None
@@ -57,6 +63,7 @@ def approval_request(
     asked_again = previous.get("action") in ("refused", "not_approved", "presented")
     error = previous.get("error") if asked_again else None
     side_effects = [t for t in plan_tools(plan) if tools.has_side_effects(t)]
+    produced = produces(plan, tools)
     calls = describe.estimate_model_calls(
         plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge
     )
@@ -66,7 +73,7 @@ def approval_request(
     memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
     ran = already_ran(state, plan)
     lines = [*memory_lines(memory), *ran_lines(ran), *estimate_lines(found)]
-    description = describe.describe(plan, side_effects, calls, problems, lines)
+    description = describe.describe(plan, side_effects, calls, problems, lines, produced)
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",
@@ -75,6 +82,7 @@ def approval_request(
         digest=digest,
         origin=origin_of_plan,
         side_effect_tools=side_effects,
+        produces=produced,
         problems=problems,
         error=error,
         answers=SHAPES,
@@ -82,6 +90,16 @@ def approval_request(
         memory=memory,
         already_ran=ran,
     )
+
+
+def produces(plan: PlanDoc, tools: ToolRegistry) -> dict[str, str]:
+    """Return what each tool step produces, in a line, for steps whose tool declares it."""
+    shown: dict[str, str] = {}
+    for step in plan["steps"]:
+        schema = tools.output_schema(step["tool"]) if step["tool"] in tools else None
+        if schema is not None:
+            shown[str(step["id"])] = compact(schema, limit=PRODUCES_LIMIT)
+    return shown
 
 
 def already_ran(state: State, plan: PlanDoc) -> dict[str, str]:

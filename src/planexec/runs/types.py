@@ -50,6 +50,7 @@ class ApprovalRequest(TypedDict, total=False):
     error: str
     problems: list[str]
     side_effect_tools: list[str]
+    produces: dict[str, str]
     estimate: Estimate
     memory: dict[str, Any] | None
     already_ran: dict[str, str]

@@ -4,17 +4,40 @@ from __future__ import annotations
 
 from io import TextIOWrapper
 from itertools import islice
-from typing import Any
 
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from planexec.tools.workspace import current_workspace
 
 MAX_LISTED = 500
 
 
+class FileText(TypedDict):
+    """What ``read_file`` returns."""
+
+    path: str
+    content: str
+    truncated: bool
+
+
+class FileWritten(TypedDict):
+    """What ``write_file`` returns."""
+
+    path: str
+    bytes: int
+
+
+class FilesListed(TypedDict):
+    """What ``list_files`` returns."""
+
+    folder: str
+    files: list[str]
+    truncated: bool
+
+
 @tool
-def read_file(path: str, max_chars: int = 100_000) -> dict[str, Any]:
+def read_file(path: str, max_chars: int = 100_000) -> FileText:
     """Read a text file of the workspace; return its content (cut at max_chars)."""
     workspace = current_workspace()
     with workspace.open_read(path) as raw, TextIOWrapper(raw, "utf-8", "replace") as handle:
@@ -27,7 +50,7 @@ def read_file(path: str, max_chars: int = 100_000) -> dict[str, Any]:
 
 
 @tool
-def write_file(path: str, content: str) -> dict[str, Any]:
+def write_file(path: str, content: str) -> FileWritten:
     """Write text to a file of the workspace (replacing it); return its path and size."""
     workspace = current_workspace()
     data = content.encode("utf-8")
@@ -36,7 +59,7 @@ def write_file(path: str, content: str) -> dict[str, Any]:
 
 
 @tool
-def list_files(folder: str = ".", pattern: str = "*") -> dict[str, Any]:
+def list_files(folder: str = ".", pattern: str = "*") -> FilesListed:
     """List the files of a workspace folder (recursively) whose names match a glob pattern.
 
     The pattern matches file names (``*.csv``), not paths.

@@ -11,7 +11,10 @@ from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel, create_model
 
 from planexec.plan.compact import STEP_FIELDS
+from planexec.plan.shapes import compact
 from planexec.runtime.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
+from planexec.tools import returns
+from planexec.tools.returns import OUTPUT_SCHEMA
 
 SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
@@ -25,6 +28,11 @@ class ToolRegistry:
     Any ``@tool`` function or ``BaseTool`` with an args schema is added in one line::
 
         registry.register(my_tool, side_effects=True, file_fields=["path"])
+
+    What a tool returns is declared by its function's return annotation (a TypedDict, a
+    pydantic model, a dataclass, plain types), or by ``output_schema=`` (a type or a JSON
+    Schema): plans are checked against it (``$3.path`` must be a field step 3's tool
+    produces) and so is each output when it is produced (:mod:`planexec.tools.returns`).
 
     ``file_fields`` names the top-level fields of the tool's output that hold workspace paths
     (text, or lists of text): the evaluator checks those files exist, and the files of tools
@@ -46,6 +54,7 @@ class ToolRegistry:
         file_fields: Sequence[str] | None = None,
         typical_latency: float | None = None,
         runs_on_loop: bool | None = None,
+        output_schema: object | None = None,
     ) -> BaseTool:
         """Add a tool (a plain function is wrapped with ``@tool``); return it.
 
@@ -55,6 +64,8 @@ class ToolRegistry:
         ``runs_on_loop=True`` lets an async tool that never blocks run on the steps' own event
         loop instead of a worker thread of its own
         (:data:`planexec.runtime.toolcalls.RUNS_ON_LOOP`).
+        ``output_schema`` declares what the tool returns (a type, or a JSON Schema mapping),
+        in place of its return annotation or ``metadata["output_schema"]``.
         """
         tool_ = _with_args_schema(item if isinstance(item, BaseTool) else as_tool(item))
         if tool_.name in STEP_FIELDS:  # {"description": "x"} would be a model step, not a call
@@ -77,6 +88,14 @@ class ToolRegistry:
             marks[TYPICAL_LATENCY] = float(typical_latency)
         if runs_on_loop is not None:
             marks[RUNS_ON_LOOP] = runs_on_loop
+        declared = output_schema if output_schema is not None else _given_schema(tool_)
+        schema = (
+            returns.declared_schema(declared, tool_.name)
+            if declared is not None
+            else returns.annotated_schema(tool_)
+        )
+        if schema is not None or OUTPUT_SCHEMA in (tool_.metadata or {}):
+            marks[OUTPUT_SCHEMA] = schema
         if marks:  # on a copy: the same tool may be registered differently elsewhere
             tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
         if _check_runs_on_loop(tool_):
@@ -125,6 +144,18 @@ class ToolRegistry:
             return None  # NaN fails "value >= 0" too
         return float(value)
 
+    def output_schema(self, name: str | None) -> dict[str, Any] | None:
+        """Return the JSON Schema of a tool's output, when it declares one."""
+        found = self._tools.get(name) if name is not None else None
+        return returns.output_schema(found) if found is not None else None
+
+    def args_json_schema(self, name: str) -> dict[str, Any] | None:
+        """Return the JSON Schema of a tool's model-facing arguments, if it has one."""
+        schema = self._tools[name].tool_call_schema
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_json_schema()
+        return dict(schema) if isinstance(schema, dict) else None
+
     def args_schema(self, name: str) -> type[BaseModel] | None:
         """Return the pydantic schema of a tool's model-facing arguments, if it has one."""
         schema = self._tools[name].tool_call_schema
@@ -146,7 +177,11 @@ class ToolRegistry:
         return next(iter(fields)) if not required and len(fields) == 1 else None
 
     def describe(self) -> str:
-        """Describe every tool (name, description, side effects, JSON argument schema)."""
+        """Describe every tool (name, description, side effects, JSON argument schema).
+
+        A tool that declares its output has ``returns``: the output's shape in one line
+        (:func:`planexec.plan.shapes.compact`), so references name fields that exist.
+        """
         entries = []
         for tool_ in self:
             schema = tool_.tool_call_schema
@@ -155,15 +190,22 @@ class ToolRegistry:
                 if isinstance(schema, type) and issubclass(schema, BaseModel)
                 else schema
             )
-            entries.append(
-                {
-                    "name": tool_.name,
-                    "description": tool_.description,
-                    "side_effects": self.has_side_effects(tool_.name),
-                    "args_schema": args,
-                }
-            )
+            entry = {
+                "name": tool_.name,
+                "description": tool_.description,
+                "side_effects": self.has_side_effects(tool_.name),
+                "args_schema": args,
+            }
+            produced = self.output_schema(tool_.name)
+            if produced is not None:
+                entry["returns"] = compact(produced)
+            entries.append(entry)
         return json.dumps(entries, indent=1, default=str)
+
+
+def _given_schema(tool_: BaseTool) -> object | None:
+    """Return the output schema a tool's own metadata gives (``{"output_schema": ...}``)."""
+    return (tool_.metadata or {}).get(OUTPUT_SCHEMA)
 
 
 def _with_args_schema(tool_: BaseTool) -> BaseTool:

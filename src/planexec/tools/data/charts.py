@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 import numpy as np
 import pandas as pd
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from planexec.errors import ToolError
 from planexec.tools.data.columns import Columns, by_period, read_columns
@@ -19,6 +20,18 @@ from planexec.tools.workspace import current_workspace
 MAX_POINTS = 200
 MAX_SCATTER = 5000
 MAX_SLICES = 8
+
+
+class Chart(TypedDict):
+    """What ``generate_chart`` returns: the PNG's path and how it was drawn."""
+
+    path: str
+    kind: str
+    points: int
+    x_label: str
+    y_label: str
+    aggregated: NotRequired[str]
+    dates: NotRequired[str]
 
 
 def _points(
@@ -92,7 +105,7 @@ def generate_chart(
     dataset: str | None = None,
     unit: str | None = None,
     options: ReadOptions | None = None,
-) -> dict[str, Any]:
+) -> Chart:
     """Draw a PNG chart of column y against x, from rows given as data or from a dataset file.
 
     Many rows are summed per x (per month for dates: the local months written in the data,
@@ -150,14 +163,18 @@ def generate_chart(
         raise ToolError("output_path must end in .png")
     with workspace.open_write(output_path) as out:
         fig.savefig(out, format="png")
-    found = {
-        "path": workspace.name(output_path),
-        "kind": kind,
-        "points": int(np.isfinite(values).sum()),
-        "x_label": x_label,
-        "y_label": y_label,
-    }
-    return found | ({"aggregated": note} if note else {}) | ({"dates": said} if said else {})
+    found = Chart(
+        path=workspace.name(output_path),
+        kind=kind,
+        points=int(np.isfinite(values).sum()),
+        x_label=x_label,
+        y_label=y_label,
+    )
+    if note:
+        found["aggregated"] = note
+    if said:
+        found["dates"] = said
+    return found
 
 
 def _trend(ax: Any, values: np.ndarray[Any, np.dtype[np.float64]], labels: list[str]) -> None:

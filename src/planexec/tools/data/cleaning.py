@@ -7,13 +7,43 @@ from typing import Any
 
 import pandas as pd
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from planexec.errors import ToolError
 from planexec.tools.data.coercion import as_numbers
 from planexec.tools.data.columns import DATES, UNITS, Columns
 from planexec.tools.data.dates import utc_offsets
-from planexec.tools.data.reading import ReadOptions, is_text, read_dataset
+from planexec.tools.data.reading import ReadOptions, SourceInfo, is_text, read_dataset
 from planexec.tools.workspace import current_workspace
+
+
+class Removed(TypedDict):
+    """Rows removed, and why."""
+
+    rows: int
+    why: str
+
+
+class Nulled(TypedDict):
+    """Values of a column that could not be read as its type, and examples of them."""
+
+    nulled: int
+    examples: list[str]
+
+
+class Cleaned(TypedDict):
+    """What ``clean_data`` returns: the new dataset's path and what was removed and why."""
+
+    dataset: str
+    rows_before: int
+    rows_after: int
+    removed_duplicates: int
+    removed_null_rows: int
+    removed: list[Removed]
+    unreadable_values: dict[str, Nulled]
+    converted: dict[str, str]
+    source: SourceInfo
+    columns: dict[str, str]
 
 
 def _require(frame: pd.DataFrame, names: list[str] | None) -> list[str]:
@@ -88,7 +118,7 @@ def clean_data(
     date_columns: list[str] | None = None,
     numeric_columns: list[str] | None = None,
     options: ReadOptions | None = None,
-) -> dict[str, Any]:
+) -> Cleaned:
     """Clean a dataset and save it as Parquet.
 
     In order: trims text, converts date_columns to dates and numeric_columns to numbers
@@ -129,9 +159,11 @@ def clean_data(
     with workspace.open_write(target) as out:
         cleaned.to_parquet(out, index=False)
     same = ", ".join(dedupe_on) if dedupe_on else "values in every column"
-    removed = [{"rows": before - len(deduped), "why": f"duplicate rows (same {same})"}]
+    removed = [Removed(rows=before - len(deduped), why=f"duplicate rows (same {same})")]
     first_missing = incomplete.idxmax(axis=1)[incomplete.any(axis=1)].value_counts()
-    removed += [{"rows": int(n), "why": f"no value in {col!r}"} for col, n in first_missing.items()]
+    removed += [
+        Removed(rows=int(n), why=f"no value in {col!r}") for col, n in first_missing.items()
+    ]
     return {
         "dataset": workspace.name(target),
         "rows_before": before,
@@ -140,14 +172,9 @@ def clean_data(
         "removed_null_rows": len(deduped) - len(cleaned),
         "removed": [r for r in removed if r["rows"]],
         "unreadable_values": {
-            c: {"nulled": v.lost, "examples": v.examples} for c, v in cols.lost.items() if v.lost
+            c: Nulled(nulled=v.lost, examples=v.examples) for c, v in cols.lost.items() if v.lost
         },
         "converted": converted,
-        "source": {
-            "format": source.format,
-            "encoding": source.encoding,
-            "delimiter": source.delimiter,
-            "decimal": source.decimal,
-        },
+        "source": source.info(),
         "columns": {str(c): str(t) for c, t in cleaned.dtypes.items()},
     }

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pandas as pd
+from typing_extensions import TypedDict
 
 from planexec.errors import ToolError
 from planexec.tools.data.coercion import Coerced, as_numbers
@@ -14,6 +15,15 @@ from planexec.tools.data.dates import as_dates
 from planexec.tools.data.reading import ReadOptions, Source, read_dataset
 
 Period = Literal["D", "W", "M", "Q", "Y"]
+
+
+class PeriodValue(TypedDict):
+    """One period's value (null when it is not a finite number)."""
+
+    period: str
+    value: float | None
+
+
 MAX_PERIODS = 500
 UNITS = "planexec_units"
 """The Parquet metadata key (``DataFrame.attrs``) of the columns' currencies."""

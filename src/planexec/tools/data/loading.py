@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
-from planexec.tools.data.reading import ReadOptions, read_dataset
+from planexec.tools.data.reading import ReadOptions, SourceInfo, read_dataset
 from planexec.tools.workspace import current_workspace
+
+
+class Profile(TypedDict):
+    """A table's profile: rows, column types, nulls, duplicate rows and a 3-row sample."""
+
+    rows: int
+    columns: dict[str, str]
+    null_counts: dict[str, int]
+    duplicate_rows: int
+    sample: list[dict[str, str]]
+
+
+class Loaded(Profile):
+    """What ``load_csv`` returns: the table's workspace path, how it was read, its profile."""
+
+    dataset: str
+    source: SourceInfo
 
 
 def duplicate_rows(frame: pd.DataFrame) -> int:
@@ -25,19 +41,22 @@ def duplicate_rows(frame: pd.DataFrame) -> int:
     return int(frame[candidates.to_numpy()].duplicated().sum())
 
 
-def profile(frame: pd.DataFrame) -> dict[str, Any]:
+def profile(frame: pd.DataFrame) -> Profile:
     """Return the rows, column types, null counts, duplicate rows and a 3-row sample."""
     return {
         "rows": len(frame),
         "columns": {str(c): str(t) for c, t in frame.dtypes.items()},
         "null_counts": {str(c): int(n) for c, n in frame.isna().sum().items() if n},
         "duplicate_rows": duplicate_rows(frame),
-        "sample": frame.head(3).astype(str).to_dict(orient="records"),
+        "sample": [
+            {str(k): str(v) for k, v in row.items()}
+            for row in frame.head(3).astype(str).to_dict(orient="records")
+        ],
     }
 
 
 @tool
-def load_csv(path: str, options: ReadOptions | None = None) -> dict[str, Any]:
+def load_csv(path: str, options: ReadOptions | None = None) -> Loaded:
     """Load a table of the workspace (CSV/TSV/any delimiter, .xlsx, Parquet) and profile it.
 
     The encoding (BOM included), delimiter and decimal mark are sniffed and reported under
@@ -45,13 +64,4 @@ def load_csv(path: str, options: ReadOptions | None = None) -> dict[str, Any]:
     what to pass. Returns rows, column types, nulls and duplicates.
     """
     frame, source = read_dataset(path, options=options)
-    return {
-        "dataset": current_workspace().name(path),
-        "source": {
-            "format": source.format,
-            "encoding": source.encoding,
-            "delimiter": source.delimiter,
-            "decimal": source.decimal,
-        },
-        **profile(frame),
-    }
+    return Loaded(dataset=current_workspace().name(path), source=source.info(), **profile(frame))

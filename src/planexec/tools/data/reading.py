@@ -10,6 +10,7 @@ from typing import Any, BinaryIO, Literal
 
 import pandas as pd
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from planexec.errors import ToolError
 from planexec.tools.data import sniffing
@@ -45,6 +46,24 @@ class Source:
     encoding: str | None = None
     delimiter: str | None = None
     decimal: str = "."
+
+    def info(self) -> SourceInfo:
+        """Return how the file was read, as tools report it (``source``)."""
+        return SourceInfo(
+            format=self.format,
+            encoding=self.encoding,
+            delimiter=self.delimiter,
+            decimal=self.decimal,
+        )
+
+
+class SourceInfo(TypedDict):
+    """How a file was read, as ``load_csv`` and ``clean_data`` report it."""
+
+    format: str
+    encoding: str | None
+    delimiter: str | None
+    decimal: str
 
 
 def read_dataset(

@@ -6,9 +6,18 @@ import posixpath
 from typing import Any
 
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from planexec.errors import WorkspaceError
 from planexec.tools.workspace import current_workspace
+
+
+class Report(TypedDict):
+    """What ``write_report`` returns: the report's path, its size and its sections."""
+
+    path: str
+    bytes: int
+    sections: int
 
 
 def fmt(value: Any) -> str:
@@ -157,7 +166,7 @@ def write_report(
     chart_path: str | None = None,
     sections: list[dict[str, str]] | None = None,
     cleaning: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> Report:
     """Write a Markdown report with the numbers of calculate_stats and detect_trends and a chart.
 
     The report opens with its figures in one paragraph (formatted, the trend with its anomaly

@@ -2,15 +2,49 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, NotRequired
 
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from planexec.tools.data.coercion import finite
-from planexec.tools.data.columns import Period, by_period, read_columns
+from planexec.tools.data.columns import Period, PeriodValue, by_period, read_columns
 from planexec.tools.data.reading import ReadOptions
 
 MAX_GROUPS = 50
+
+
+class Growth(TypedDict):
+    """A period's growth over the one before, in percent."""
+
+    period: str
+    pct: float | None
+
+
+class Share(TypedDict):
+    """A group's value and its share of all groups, in percent."""
+
+    group: str
+    value: float | None
+    share_pct: float | None
+
+
+class Stats(TypedDict):
+    """What ``calculate_stats`` returns (per-period fields only with a date column)."""
+
+    value_column: str
+    rows: int
+    total: float | None
+    mean: float | None
+    min: float | None
+    max: float | None
+    period: NotRequired[str]
+    dates: NotRequired[str]
+    by_period: NotRequired[list[PeriodValue]]
+    growth_pct: NotRequired[list[Growth]]
+    breakdown: NotRequired[list[Share]]
+    unit: NotRequired[str]
+    unreadable_values: NotRequired[dict[str, int]]
 
 
 @tool
@@ -22,7 +56,7 @@ def calculate_stats(
     group_by: str | None = None,
     agg: Literal["sum", "mean", "count"] = "sum",
     options: ReadOptions | None = None,
-) -> dict[str, Any]:
+) -> Stats:
     """Summarise a numeric column: totals, per-period totals with growth, breakdown by a column.
 
     Reads only the columns it uses. Currency and thousands separators are understood; a
@@ -32,7 +66,7 @@ def calculate_stats(
     """
     cols = read_columns(dataset, [value_column, date_column, group_by], options)
     values = cols.numbers(value_column)
-    result: dict[str, Any] = {
+    result: Stats = {
         "value_column": value_column,
         "rows": int(values.notna().sum()),
         "total": finite(values.sum()),
@@ -44,17 +78,19 @@ def calculate_stats(
         series = by_period(values, cols.dates(date_column, options), period, agg)
         growth = series.pct_change(fill_method=None) * 100
         result["period"] = period
-        if cols.time(date_column):
-            result["dates"] = cols.time(date_column)
-        result["by_period"] = [{"period": str(p), "value": finite(v)} for p, v in series.items()]
+        if said := cols.time(date_column):
+            result["dates"] = said
+        result["by_period"] = [
+            PeriodValue(period=str(p), value=finite(v)) for p, v in series.items()
+        ]
         result["growth_pct"] = [
-            {"period": str(p), "pct": finite(g)} for p, g in growth.items() if g == g
+            Growth(period=str(p), pct=finite(g)) for p, g in growth.items() if g == g
         ]
     if group_by:
         groups = values.groupby(cols.frame[group_by]).agg(agg).sort_values(ascending=False)
         total = float(groups.sum()) or 1.0
         result["breakdown"] = [
-            {"group": str(g), "value": finite(v), "share_pct": finite(100 * v / total)}
+            Share(group=str(g), value=finite(v), share_pct=finite(100 * v / total))
             for g, v in groups.head(MAX_GROUPS).items()
         ]
     unit = cols.unit(value_column)

@@ -3,15 +3,51 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NotRequired
 
 import numpy as np
 from langchain_core.tools import tool
+from typing_extensions import TypedDict
 
 from planexec.errors import ToolError
 from planexec.tools.data.coercion import finite
-from planexec.tools.data.columns import Period, by_period, read_columns
+from planexec.tools.data.columns import Period, PeriodValue, by_period, read_columns
 from planexec.tools.data.reading import ReadOptions
+
+
+class Anomaly(TypedDict):
+    """A period far from the trend line: its value, the line's, and how many deviations."""
+
+    period: str
+    value: float | None
+    expected: float | None
+    z: float | None
+
+
+class TrendWithoutLast(TypedDict):
+    """The trend fitted without the last period (when that period is an anomaly)."""
+
+    direction: str
+    slope_per_period: float | None
+    change_pct: float | None
+
+
+class Trends(TypedDict):
+    """What ``detect_trends`` returns."""
+
+    value_column: str
+    periods: int
+    direction: str
+    slope_per_period: float | None
+    slope_pct_of_mean: float | None
+    r_squared: float | None
+    first: PeriodValue
+    last: PeriodValue
+    change_pct: float | None
+    anomalies: list[Anomaly]
+    dates: NotRequired[str]
+    without_last: NotRequired[TrendWithoutLast]
+    unit: NotRequired[str]
 
 
 @dataclass(frozen=True)
@@ -51,7 +87,7 @@ def detect_trends(
     period: Period = "M",
     z_threshold: float = 2.0,
     options: ReadOptions | None = None,
-) -> dict[str, Any]:
+) -> Trends:
     """Find the trend of a column over time (least-squares slope) and anomalous periods.
 
     An anomaly is a period whose residual from the trend line is more than z_threshold
@@ -67,31 +103,31 @@ def detect_trends(
     y = series.to_numpy(dtype=float)
     line = fit(y)
     anomalies = [
-        {"period": str(p), "value": finite(v), "expected": finite(f), "z": finite(z)}
+        Anomaly(period=str(p), value=finite(v), expected=finite(f), z=finite(z))
         for p, v, f, z in zip(series.index, y, line.fitted, line.z, strict=True)
         if abs(z) > z_threshold
     ]
-    result: dict[str, Any] = {
+    result: Trends = {
         "value_column": value_column,
         "periods": len(series),
         "direction": line.direction,
         "slope_per_period": finite(line.slope),
         "slope_pct_of_mean": finite(line.relative),
         "r_squared": finite(line.r_squared),
-        "first": {"period": str(series.index[0]), "value": finite(y[0])},
-        "last": {"period": str(series.index[-1]), "value": finite(y[-1])},
+        "first": PeriodValue(period=str(series.index[0]), value=finite(y[0])),
+        "last": PeriodValue(period=str(series.index[-1]), value=finite(y[-1])),
         "change_pct": finite(100 * (y[-1] - y[0]) / (abs(y[0]) or 1.0)),
         "anomalies": anomalies,
     }
-    if cols.time(date_column):
-        result["dates"] = cols.time(date_column)
+    if said := cols.time(date_column):
+        result["dates"] = said
     if abs(line.z[-1]) > z_threshold and len(y) >= 4:
         before = fit(y[:-1])
-        result["without_last"] = {
-            "direction": before.direction,
-            "slope_per_period": finite(before.slope),
-            "change_pct": finite(100 * (y[-2] - y[0]) / (abs(y[0]) or 1.0)),
-        }
+        result["without_last"] = TrendWithoutLast(
+            direction=before.direction,
+            slope_per_period=finite(before.slope),
+            change_pct=finite(100 * (y[-2] - y[0]) / (abs(y[0]) or 1.0)),
+        )
     unit = cols.unit(value_column)
     if unit:
         result["unit"] = unit

@@ -1,0 +1,338 @@
+"""Shapes of step outputs, as JSON Schema: what a reference reaches, its types, a compact line.
+
+A tool may declare the shape of its output as a JSON Schema
+(:mod:`planexec.tools.returns` makes one from a return annotation or takes it as given). Three
+questions are asked of it, all here:
+
+* what does a reference's path (``$3.rows.0.name``) reach: :func:`reach`, which names the
+  fields that exist when the path cannot be followed;
+* which JSON types can a value of a schema have: :func:`json_types` (with :func:`fits`);
+* how to show it to a planner or a reviewer in a line: :func:`compact`.
+
+Every answer errs towards "it may": a reference is refused only when no value the schema
+allows can have the path (a union may, ``{}`` may, an open object may), and a type only when
+the two sets of types cannot meet (integers are numbers; a number may be an integer).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Schema = Mapping[str, Any] | bool
+"""A JSON Schema: an object, or ``true`` (anything) / ``false`` (nothing)."""
+
+JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
+MAX_HOPS = 64
+"""Most ``$ref`` and union levels followed at one place (a schema may refer to itself)."""
+MAX_BRANCHES = 256
+"""Most branches of a union looked at (a huge schema costs bounded time)."""
+COMPACT_DEPTH = 3
+COMPACT_FIELDS = 24
+COMPACT_LIMIT = 600
+"""Nesting, fields per object and characters of a compact line."""
+
+
+class ShapeError(LookupError):
+    """A path that no value of the schema can have; the message says why."""
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The branches a value may take at one place of a schema (empty: it cannot be there).
+
+    ``anything`` is true when one branch allows any value (nothing more can be known).
+    """
+
+    branches: tuple[Mapping[str, Any], ...]
+    anything: bool
+
+
+def _pointer(root: Mapping[str, Any], ref: str) -> Schema:
+    """Return what a local ``$ref`` (``#/$defs/Row``) points to; ``true`` if it cannot be found."""
+    if not ref.startswith("#"):
+        return True  # a remote schema: not fetched, so anything
+    found: Any = root
+    for raw in filter(None, ref[1:].split("/")):
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(found, Mapping) and part in found:
+            found = found[part]
+        elif isinstance(found, list) and part.isdigit() and int(part) < len(found):
+            found = found[int(part)]
+        else:
+            return True
+    return found if isinstance(found, Mapping | bool) else True
+
+
+def expand(schema: Schema, root: Mapping[str, Any]) -> Shapes:
+    """Follow ``$ref``, ``anyOf``, ``oneOf`` and ``allOf`` down to plain branches.
+
+    ``allOf`` is taken as a union too: it only ever narrows, and a shape here errs towards
+    "it may".
+    """
+    branches: list[Mapping[str, Any]] = []
+    anything = False
+    pending: list[tuple[Schema, int]] = [(schema, 0)]
+    while pending and len(branches) < MAX_BRANCHES:
+        item, hops = pending.pop()
+        if item is True or hops > MAX_HOPS:
+            anything = True
+            continue
+        if not isinstance(item, Mapping):  # false, or not a schema at all
+            continue
+        nested: list[Any] = [
+            sub
+            for k in ("anyOf", "oneOf", "allOf")
+            if isinstance(group := item.get(k), list)
+            for sub in group
+        ]
+        if "$ref" in item and isinstance(item["$ref"], str):
+            pending.append((_pointer(root, item["$ref"]), hops + 1))
+        elif nested:
+            pending.extend((sub, hops + 1) for sub in nested)
+        elif not _types_of(item) and not item.get("enum") and "const" not in item:
+            anything = True  # {} or only annotations: any value
+        else:
+            branches.append(item)
+    return Shapes(tuple(reversed(branches)), anything or len(branches) >= MAX_BRANCHES)
+
+
+def _types_of(branch: Mapping[str, Any]) -> frozenset[str]:
+    """Return the JSON types a plain branch names or implies (empty: not said)."""
+    said = branch.get("type")
+    if isinstance(said, str):
+        return frozenset({said}) & JSON_TYPES
+    if isinstance(said, list):
+        return frozenset(t for t in said if isinstance(t, str)) & JSON_TYPES
+    if "const" in branch:
+        return frozenset({_type_of_value(branch["const"])})
+    if isinstance(branch.get("enum"), list):
+        return frozenset(_type_of_value(v) for v in branch["enum"])
+    implied = set()
+    if any(k in branch for k in ("properties", "additionalProperties", "patternProperties")):
+        implied.add("object")
+    if any(k in branch for k in ("items", "prefixItems")):
+        implied.add("array")
+    return frozenset(implied)
+
+
+def _type_of_value(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _field(branch: Mapping[str, Any], part: str) -> Schema | None:
+    """Return the schema of field ``part`` of an object branch (None: it has no such field).
+
+    An object that lists its properties and says nothing of others is taken to have those
+    (as a TypedDict, a pydantic model or a dataclass declares them).
+    """
+    properties = branch.get("properties")
+    if isinstance(properties, Mapping) and part in properties:
+        found = properties[part]
+        return found if isinstance(found, Mapping | bool) else True
+    patterns = branch.get("patternProperties")
+    if isinstance(patterns, Mapping):
+        for pattern, sub in patterns.items():
+            try:
+                if re.search(pattern, part):
+                    return sub if isinstance(sub, Mapping | bool) else True
+            except re.error:
+                return True
+    extra = branch.get("additionalProperties")
+    if extra is None:
+        return None if isinstance(properties, Mapping) or isinstance(patterns, Mapping) else True
+    if extra is False:
+        return None
+    return extra if isinstance(extra, Mapping | bool) else True
+
+
+def _item(branch: Mapping[str, Any], part: str) -> Schema | None:
+    """Return the schema of item ``part`` of an array branch (None: it has no such item)."""
+    if not part.isdigit():
+        return None
+    index = int(part)
+    prefix = branch.get("prefixItems")
+    if isinstance(prefix, list) and index < len(prefix):
+        found = prefix[index]
+        return found if isinstance(found, Mapping | bool) else True
+    items = branch.get("items", True)
+    if isinstance(prefix, list) and items is False:
+        return None
+    max_items = branch.get("maxItems")
+    if isinstance(max_items, int) and index >= max_items:
+        return None
+    return items if isinstance(items, Mapping | bool) else True
+
+
+def field_names(shapes: Shapes) -> list[str]:
+    """Return the fields the object branches list, in order, each once."""
+    names: dict[str, None] = {}
+    for branch in shapes.branches:
+        properties = branch.get("properties")
+        if isinstance(properties, Mapping):
+            names.update(dict.fromkeys(map(str, properties)))
+    return list(names)
+
+
+def _step(shapes: Shapes, part: str, root: Mapping[str, Any]) -> tuple[Shapes, str | None]:
+    """Take ``part`` of a value of these shapes: the shapes reached, or why it cannot be."""
+    reached: list[Schema] = []
+    kinds: set[str] = set()
+    for branch in shapes.branches:
+        types = _types_of(branch)
+        kinds |= types
+        found = None
+        if "object" in types:
+            found = _field(branch, part)
+        if found is None and "array" in types:
+            found = _item(branch, part)
+        if found is not None:
+            reached.append(found)
+    if shapes.anything:
+        reached.append(True)
+    if reached:
+        merged = expand({"anyOf": list(reached)}, root)
+        return merged, None
+    names = field_names(shapes)
+    if names:
+        shown = ", ".join(names[:COMPACT_FIELDS]) + (", …" if len(names) > COMPACT_FIELDS else "")
+        return shapes, f"no field {part!r} (fields: {shown})"
+    if "array" in kinds:
+        return shapes, f"{part!r} is not an item of its list (use a number: .0, .1, …)"
+    shown = " or ".join(sorted(kinds - {"null"})) or "null"
+    return shapes, f"cannot take {part!r} of a {shown}"
+
+
+def reach(schema: Schema, path: tuple[str, ...]) -> Shapes:
+    """Return the shapes ``path`` reaches in values of ``schema``; raise ShapeError if none can.
+
+    The error says where the path stops and what exists there.
+    """
+    root = schema if isinstance(schema, Mapping) else {}
+    shapes = expand(schema, root)
+    for depth, part in enumerate(path):
+        shapes, problem = _step(shapes, part, root)
+        if problem is not None:
+            at = ".".join(path[:depth])
+            raise ShapeError(f"{problem}" + (f" at .{at}" if at else ""))
+    return shapes
+
+
+def json_types(shapes: Shapes) -> frozenset[str] | None:
+    """Return the JSON types a value of these shapes may have (None: any type may be)."""
+    if shapes.anything:
+        return None
+    found: set[str] = set()
+    for branch in shapes.branches:
+        types = _types_of(branch)
+        if not types:
+            return None
+        found |= types
+    return frozenset(found)
+
+
+def fits(given: frozenset[str] | None, wanted: frozenset[str] | None) -> bool:
+    """Say whether a value of types ``given`` may fill a place of types ``wanted``.
+
+    Unknown (None) fits anything; integers and numbers fit each other.
+    """
+    if given is None or wanted is None:
+        return True
+
+    def widen(types: frozenset[str]) -> set[str]:
+        return {"number" if t == "integer" else t for t in types}
+
+    return bool(widen(given) & widen(wanted))
+
+
+def type_text(types: frozenset[str] | None) -> str:
+    """Name a set of JSON types for a message (``string or null``)."""
+    return "any type" if types is None else " or ".join(sorted(types)) or "nothing"
+
+
+def compact(schema: Schema, *, limit: int = COMPACT_LIMIT) -> str:
+    """Show a schema in one short line: ``{path: string, rows: integer, unit?: string}``.
+
+    ``?`` marks a field that may be missing, ``[T]`` a list of T, ``{<key>: T}`` a mapping;
+    deeper levels show as ``{…}``. Field names are shown as JSON strings when they are not
+    plain names, so a schema cannot add lines to a prompt.
+    """
+    root = schema if isinstance(schema, Mapping) else {}
+    text = _compact(schema, root, 0)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _name(field: str) -> str:
+    plain = re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,40}", field)
+    return field if plain else json.dumps(field[:40], ensure_ascii=False)
+
+
+def _compact(schema: Schema, root: Mapping[str, Any], depth: int) -> str:
+    shapes = expand(schema, root)
+    if shapes.anything:
+        return "any"
+    shown = list(dict.fromkeys(_branch_text(b, root, depth) for b in shapes.branches))
+    if len(shown) > 6:
+        shown = [*shown[:6], "…"]
+    return "|".join(shown) or "never"
+
+
+def _branch_text(branch: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> str:
+    if "const" in branch:
+        return json.dumps(branch["const"], ensure_ascii=False, default=str)[:40]
+    if isinstance(branch.get("enum"), list):
+        values = [json.dumps(v, ensure_ascii=False, default=str)[:40] for v in branch["enum"][:6]]
+        return "|".join(values) + ("|…" if len(branch["enum"]) > 6 else "")
+    parts = [_kind_text(kind, branch, root, depth) for kind in sorted(_types_of(branch))]
+    return "|".join(parts)
+
+
+def _kind_text(kind: str, branch: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> str:
+    if kind == "object":
+        return _object_text(branch, root, depth)
+    if kind == "array":
+        if depth >= COMPACT_DEPTH:
+            return "[…]"
+        prefix = branch.get("prefixItems")
+        if isinstance(prefix, list) and prefix:
+            inner = ", ".join(_compact(p, root, depth + 1) for p in prefix[:6])
+            return f"[{inner}]"
+        items = branch.get("items", True)
+        inner = _compact(items if isinstance(items, Mapping | bool) else True, root, depth + 1)
+        return f"[{inner}]"
+    return kind
+
+
+def _object_text(branch: Mapping[str, Any], root: Mapping[str, Any], depth: int) -> str:
+    properties = branch.get("properties")
+    extra = branch.get("additionalProperties")
+    if depth >= COMPACT_DEPTH:
+        return "{…}"
+    fields: list[str] = []
+    if isinstance(properties, Mapping):
+        required = branch.get("required")
+        needed = set(required) if isinstance(required, list) else set()
+        for name, sub in list(properties.items())[:COMPACT_FIELDS]:
+            mark = "" if name in needed else "?"
+            inner = _compact(sub if isinstance(sub, Mapping | bool) else True, root, depth + 1)
+            fields.append(f"{_name(str(name))}{mark}: {inner}")
+        if len(properties) > COMPACT_FIELDS:
+            fields.append("…")
+    if isinstance(extra, Mapping) or (extra is True and not fields):
+        fields.append(f"<key>: {_compact(extra, root, depth + 1)}")
+    elif not fields:
+        return "object"
+    return "{" + ", ".join(fields) + "}"
