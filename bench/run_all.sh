@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-for bench in parallel_sleep makespan overhead llm_calls checkpoint_bytes load thread_lock; do
+for bench in parallel_sleep makespan overhead llm_calls checkpoint_bytes load thread_lock tool_listing; do
   "$PY" "bench/$bench.py"
 done

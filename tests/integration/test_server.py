@@ -574,3 +574,41 @@ def test_plan_memory_uses_the_servers_store(server, run_context, tmp_path):
     first, request = asyncio.run(scenario())
     assert request["origin"] == "memory" and request["memory"]["run"] == first
     assert request["memory"]["changes"] == ["revenue → quantity"]
+
+
+def test_typed_outputs_over_the_api(server, run_context):
+    """Issue 27: the approval shows what each step produces; a wrong reference is refused."""
+    context, ws = run_context
+
+    async def scenario():
+        client = get_client(url=server)
+        tid = (await client.threads.create())["thread_id"]
+        await client.runs.wait(
+            tid, "planexec", input={"task": "Analyze sales.csv"}, context=context
+        )
+        [asked] = (await client.threads.get_state(tid))["interrupts"]
+        produces = asked["value"]["produces"]
+        assert len(produces) == 6 and produces["1"].startswith("{rows: integer")
+        assert "produces" in asked["value"]["description"]
+
+        edited = sales_plan()
+        edited["steps"][1]["args"]["dataset"] = "$1.datset"
+        await client.runs.wait(
+            tid,
+            "planexec",
+            command={"resume": {"action": "edit", "plan": edited}},
+            context=context,
+        )
+        [again] = (await client.threads.get_state(tid))["interrupts"]
+        assert (
+            "$1.datset does not exist: no field 'datset' (fields: rows, columns,"
+            in (again["value"]["error"])
+        )
+        assert again["value"]["plan"] == asked["value"]["plan"]
+        await client.runs.wait(
+            tid, "planexec", command={"resume": {"action": "approve"}}, context=context
+        )
+        final = (await client.threads.get_state(tid))["values"]
+        assert final["final"]["status"] == "succeeded", final["final"]
+
+    asyncio.run(scenario())
