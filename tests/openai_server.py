@@ -105,7 +105,15 @@ def token_pieces(text: str) -> list[str]:
     except ImportError:
         return [text[i : i + 4] for i in range(0, len(text), 4)]
     encoding = bpe_openai.get_encoding("o200k_base")
-    return [encoding.decode([t]) for t in encoding.encode(text)]
+    pieces, pending = [], b""
+    for token in encoding.encode(text):  # a character may span tokens: keep it whole
+        pending += encoding.decode_single_token_bytes(token)
+        try:
+            pieces.append(pending.decode("utf-8"))
+        except UnicodeDecodeError:
+            continue
+        pending = b""
+    return pieces
 
 
 @dataclass(frozen=True)

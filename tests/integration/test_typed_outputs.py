@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import Any, NotRequired
 
 import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import BaseModel
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from planexec import build_graph, default_registry
 from planexec.plan import PlanValidationError, validate_plan
@@ -178,14 +178,16 @@ def test_a_reference_the_output_cannot_have_is_refused_naming_what_exists(refere
 
 @pytest.mark.parametrize(
     "reference",
-    ["$1", "$1.path", "$1.columns.0", "$1.columns.7", "$1.unit", "see $1.rows rows"],
+    ["$1.path", "$1.columns.0", "$1.columns.7", "$1.unit", "see $1.rows rows", "all: $1"],
 )
 def test_references_the_output_can_have_are_accepted(reference):
     plan = plan_of(step(1, "load_table", {"name": "s"}), step(2, "shout", {"text": reference}))
-    assert problems(plan) in (
-        [],
-        [f"step 2: argument 'text' of shout takes string, but $1 is object"],
-    )
+    assert problems(plan) == []
+
+
+def test_a_whole_output_of_another_type_cannot_fill_an_argument():
+    plan = plan_of(step(1, "load_table", {"name": "s"}), step(2, "shout", {"text": "$1"}))
+    assert problems(plan) == ["step 2: argument 'text' of shout takes string, but $1 is object"]
 
 
 def test_a_reference_whose_type_cannot_fill_its_argument_is_refused():
@@ -321,7 +323,7 @@ def test_a_wrong_shaped_output_fails_its_own_step_and_no_dependent_runs_on_it(
     assert first["status"] == "failed" and first["attempts"] == 2  # on_failure retry applies
     assert first["error"] == (
         "bad_table returned an output that does not match its declared output schema: "
-        "at rows: 'many' is not of type 'integer'"
+        "at rows: expected integer; got a string (4 characters)"
     )
     assert "output" not in first or first.get("output") is None
     assert out["steps"]["2"]["status"] == "skipped"
@@ -340,7 +342,7 @@ def test_a_failed_shape_is_replanned_like_any_failure(use_models, ctx):
     graph.invoke({"task": "t"}, config, context=context)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert "at rows: 'many' is not of type 'integer'" in planner.prompts[1]
+    assert "at rows: expected integer; got a string (4 characters)" in planner.prompts[1]
     assert out["steps"]["4"]["output"] == 3
 
 

@@ -136,6 +136,7 @@ class StreamingRound:
         self.only = only
         self.kept_records = dict(kept or {})
         self.kept = frozenset(s["id"] for s in round_.plan["steps"])
+        self.kept_tools = {s["id"]: s["tool"] for s in round_.plan["steps"]}
         self.failed, self.by = failed, by
         self.held: dict[int, StepDoc] = {}  # steps a replay does not start (see ``offer``)
         self.holds: list[StepFuture] = []
@@ -243,9 +244,13 @@ class StreamingRound:
             return None
         after = max(self.kept, default=0)  # a revision's steps are numbered on after the kept
         earlier = (self.seen_ids if has_id else set(range(after + 1, after + position))) | self.kept
+        known = {**self.kept_tools, **{i: s["tool"] for i, s in (self.started | self.held).items()}}
         try:
-            parsed = validate_plan(
-                {"goal": "(streaming)", "steps": [written]}, self.tools, max_steps=1, kept=earlier
+            parsed = validate_plan(  # references to steps whose tools are known are checked too
+                {"goal": "(streaming)", "steps": [written]},
+                self.tools,
+                max_steps=1,
+                kept={i: known.get(i) for i in earlier},
             )
         except PlanValidationError:  # it waits for the whole plan (which may yet be valid)
             if has_id and isinstance(written.get("id"), int):

@@ -9,7 +9,7 @@ references (``"$3.path"``) are described in :mod:`planexec.plan.references`.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from graphlib import CycleError, TopologicalSorter
 from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
@@ -213,13 +213,15 @@ def validate_plan(
     tools: ToolRegistry,
     *,
     max_steps: int,
-    kept: Collection[int] = (),
+    kept: Collection[int] | Mapping[int, str | None] = (),
     goal: str | None = None,
 ) -> Plan:
     """Parse and check a plan; raise ``PlanValidationError`` listing every problem.
 
     ``kept`` names steps that already succeeded in an earlier revision: they are part of
-    the plan but are not run again, and ids implied by position start after them. ``goal``
+    the plan but are not run again, and ids implied by position start after them. Given as
+    a mapping to their tools, references to them are checked against what those tools
+    declare they return, as references within the plan are. ``goal``
     is the goal of a plan that states none (the task's, :func:`goal_of_task`). The plan
     returned is complete: a tool step without a description gets its tool's.
     """
@@ -234,7 +236,8 @@ def validate_plan(
             errors.append(f"duplicate step id {sid}")
         seen.add(sid)
     known = set(ids) | set(kept)  # built once: per step it made validation O(n²)
-    producers = {s.id: s.tool for s in plan.steps}
+    producers = dict(kept) if isinstance(kept, Mapping) else {}
+    producers.update((s.id, s.tool) for s in plan.steps)
     for step in plan.steps:
         errors.extend(check_step(step, tools, known, producers))
     if not errors:

@@ -67,7 +67,7 @@ def check_references(
     around a reference: a string), when both are declared. A step whose tool declares no
     output (or the executor model's step) is not checked.
     """
-    errors: list[str] = []
+    errors: dict[str, None] = {}  # each problem once, however often an argument repeats it
     places = _argument_places(step, tools)
     for name, value in step.args.items():
         for ref, path in iter_references(value):
@@ -79,10 +79,10 @@ def check_references(
             try:
                 reached = reach(schema, path)
             except ShapeError as exc:
-                errors.append(
-                    f"step {step.id}: {where} does not exist: {exc} in what step {ref}'s tool "
-                    f"{producer} returns"
+                problem = (
+                    f"{where} does not exist: {exc} in what step {ref}'s tool {producer} returns"
                 )
+                errors[f"step {step.id}: {problem}"] = None
                 continue
             wanted = places.get(name)
             if wanted is None or not isinstance(value, str):
@@ -90,12 +90,13 @@ def check_references(
             whole = REFERENCE.fullmatch(value)
             given = json_types(reached) if whole else frozenset({"string"})
             if not fits(given, json_types(wanted)):
-                errors.append(
-                    f"step {step.id}: argument {name!r} of {step.tool} takes "
-                    f"{type_text(json_types(wanted))}, but {where if whole else repr(value)} "
+                said = where if whole else repr(value)
+                wants = type_text(json_types(wanted))
+                errors[
+                    f"step {step.id}: argument {name!r} of {step.tool} takes {wants}, but {said} "
                     f"is {type_text(given)}"
-                )
-    return errors
+                ] = None
+    return list(errors)
 
 
 def _argument_places(step: Step, tools: ToolRegistry) -> dict[str, Shapes]:

@@ -28,8 +28,10 @@ Schema = Mapping[str, Any] | bool
 JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 MAX_HOPS = 64
 """Most ``$ref`` and union levels followed at one place (a schema may refer to itself)."""
-MAX_BRANCHES = 256
-"""Most branches of a union looked at (a huge schema costs bounded time)."""
+MAX_VISITS = 2048
+"""Most schema nodes looked at for one place (a huge or looping schema costs bounded time)."""
+ALTERNATIVES = ("anyOf", "oneOf", "allOf", "if", "then", "else")
+"""Keywords whose schemas a value may (also) have to match."""
 COMPACT_DEPTH = 3
 COMPACT_FIELDS = 24
 COMPACT_LIMIT = 600
@@ -60,44 +62,63 @@ def _pointer(root: Mapping[str, Any], ref: str) -> Schema:
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(found, Mapping) and part in found:
             found = found[part]
-        elif isinstance(found, list) and part.isdigit() and int(part) < len(found):
-            found = found[int(part)]
+        elif isinstance(found, list) and (index := _index(part)) is not None and index < len(found):
+            found = found[index]
         else:
             return True
     return found if isinstance(found, Mapping | bool) else True
 
 
-def expand(schema: Schema, root: Mapping[str, Any]) -> Shapes:
-    """Follow ``$ref``, ``anyOf``, ``oneOf`` and ``allOf`` down to plain branches.
+def _index(part: str) -> int | None:
+    """Return a list index written in ASCII digits (None for anything else)."""
+    return int(part) if part.isascii() and part.isdigit() else None
 
-    ``allOf`` is taken as a union too: it only ever narrows, and a shape here errs towards
-    "it may".
+
+def expand(schema: Schema, root: Mapping[str, Any]) -> Shapes:
+    """Follow ``$ref``, ``anyOf``, ``oneOf``, ``allOf`` and conditionals down to plain branches.
+
+    Every alternative counts as a branch, and so do a node's own keywords beside them
+    (``allOf`` and ``if``/``then`` only ever narrow: a shape here errs towards "it may"). Each
+    node is visited once, and at most :data:`MAX_VISITS` in all: past that, anything.
     """
     branches: list[Mapping[str, Any]] = []
     anything = False
+    seen: set[int] = set()
     pending: list[tuple[Schema, int]] = [(schema, 0)]
-    while pending and len(branches) < MAX_BRANCHES:
+    visits = 0
+    while pending:
         item, hops = pending.pop()
+        visits += 1
+        if visits > MAX_VISITS:
+            anything = True
+            break
         if item is True or hops > MAX_HOPS:
             anything = True
             continue
-        if not isinstance(item, Mapping):  # false, or not a schema at all
+        if not isinstance(item, Mapping) or id(item) in seen:  # false, or a node seen already
             continue
-        nested: list[Any] = [
-            sub
-            for k in ("anyOf", "oneOf", "allOf")
-            if isinstance(group := item.get(k), list)
-            for sub in group
-        ]
-        if "$ref" in item and isinstance(item["$ref"], str):
-            pending.append((_pointer(root, item["$ref"]), hops + 1))
-        elif nested:
-            pending.extend((sub, hops + 1) for sub in nested)
-        elif not _types_of(item) and not item.get("enum") and "const" not in item:
-            anything = True  # {} or only annotations: any value
-        else:
+        seen.add(id(item))
+        alternatives = _alternatives(item, root)
+        pending.extend((sub, hops + 1) for sub in alternatives)
+        if _types_of(item) or item.get("enum") or "const" in item:
             branches.append(item)
-    return Shapes(tuple(reversed(branches)), anything or len(branches) >= MAX_BRANCHES)
+        elif not alternatives:
+            anything = True  # {} or only annotations: any value
+    return Shapes(tuple(reversed(branches)), anything)
+
+
+def _alternatives(item: Mapping[str, Any], root: Mapping[str, Any]) -> list[Schema]:
+    """Return the schemas a node refers to or combines (``$ref``, ``anyOf``, ``if``, …)."""
+    found: list[Any] = []
+    for key in ALTERNATIVES:
+        value = item.get(key)
+        found.extend(value if isinstance(value, list) else [value] if key in item else [])
+    dependent = item.get("dependentSchemas")
+    if isinstance(dependent, Mapping):
+        found.extend(dependent.values())
+    if isinstance(ref := item.get("$ref"), str):
+        found.append(_pointer(root, ref))
+    return [sub for sub in found if isinstance(sub, Mapping | bool)]
 
 
 def _types_of(branch: Mapping[str, Any]) -> frozenset[str]:
@@ -144,13 +165,8 @@ def _field(branch: Mapping[str, Any], part: str) -> Schema | None:
         found = properties[part]
         return found if isinstance(found, Mapping | bool) else True
     patterns = branch.get("patternProperties")
-    if isinstance(patterns, Mapping):
-        for pattern, sub in patterns.items():
-            try:
-                if re.search(pattern, part):
-                    return sub if isinstance(sub, Mapping | bool) else True
-            except re.error:
-                return True
+    if isinstance(patterns, Mapping) and patterns:  # not matched (a pattern may be slow)
+        return {"anyOf": [p for p in patterns.values() if isinstance(p, Mapping | bool)]}
     extra = branch.get("additionalProperties")
     if extra is None:
         return None if isinstance(properties, Mapping) or isinstance(patterns, Mapping) else True
@@ -161,9 +177,9 @@ def _field(branch: Mapping[str, Any], part: str) -> Schema | None:
 
 def _item(branch: Mapping[str, Any], part: str) -> Schema | None:
     """Return the schema of item ``part`` of an array branch (None: it has no such item)."""
-    if not part.isdigit():
+    index = _index(part)
+    if index is None:
         return None
-    index = int(part)
     prefix = branch.get("prefixItems")
     if isinstance(prefix, list) and index < len(prefix):
         found = prefix[index]
@@ -210,6 +226,8 @@ def _step(shapes: Shapes, part: str, root: Mapping[str, Any]) -> tuple[Shapes, s
     if names:
         shown = ", ".join(names[:COMPACT_FIELDS]) + (", …" if len(names) > COMPACT_FIELDS else "")
         return shapes, f"no field {part!r} (fields: {shown})"
+    if "array" in kinds and _index(part) is not None:
+        return shapes, f"no item {part} (its list is shorter)"
     if "array" in kinds:
         return shapes, f"{part!r} is not an item of its list (use a number: .0, .1, …)"
     shown = " or ".join(sorted(kinds - {"null"})) or "null"

@@ -7,8 +7,10 @@ or a JSON Schema), or in its metadata (``{"output_schema": {...}}``, as MCP tool
 theirs). A tool with none (or annotated ``Any``) keeps every output unchecked.
 
 The schema is kept as JSON Schema in the tool's metadata (:data:`OUTPUT_SCHEMA`): one form
-for every source, checked by ``jsonschema`` (:func:`check_output`), walked for references by
-:mod:`planexec.plan.shapes`.
+for every source, checked by ``jsonschema-rs`` (:func:`check_output`: linear-time regular
+expressions, no remote ``$ref`` ever fetched), walked for references by
+:mod:`planexec.plan.shapes`. A schema made from a type describes the value as planexec stores
+it (:mod:`planexec.guarantees.storable`): fields by name, not alias; a ``timedelta`` as seconds.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from jsonschema import Draft202012Validator, SchemaError
-from jsonschema.exceptions import best_match
+import jsonschema_rs
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import PydanticUserError, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from planexec.errors import ToolError
 
@@ -33,21 +36,33 @@ OUTPUT_SCHEMA = "output_schema"
 """Tool metadata key: the JSON Schema of the tool's output (set at registration)."""
 MAX_SCHEMA_CHARS = 200_000
 """Largest output schema kept, as JSON text (a bigger one is refused at registration)."""
+VALUE_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose values are data, not schemas (left as they are)."""
 
 
 class ToolOutputError(ToolError):
     """A tool produced an output that does not have the shape it declared; its step fails."""
 
 
+class _StoredForm(GenerateJsonSchema):
+    """JSON Schema of a type as planexec stores its values: a ``timedelta`` is its seconds."""
+
+    def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> JsonSchemaValue:
+        """Describe a ``timedelta`` as a number of seconds (as it is stored)."""
+        return {"type": "number"}
+
+
 def schema_of_type(annotation: Any) -> dict[str, Any] | None:
-    """Return the JSON Schema of a type (as serialised output); None for ``Any``/``object``.
+    """Return the JSON Schema of a type's values as stored; None for ``Any``/``object``.
 
     Raises ``TypeError`` when pydantic cannot describe the type.
     """
     if annotation in (Any, object, inspect.Signature.empty):
         return None
     try:
-        schema = TypeAdapter(annotation).json_schema(mode="serialization")
+        schema = TypeAdapter(annotation).json_schema(
+            mode="serialization", by_alias=False, schema_generator=_StoredForm
+        )
     except (PydanticSchemaGenerationError, PydanticUserError) as exc:
         raise TypeError(f"no output schema can be made of {annotation!r}: {exc}") from None
     return schema or None
@@ -66,8 +81,9 @@ def annotated_schema(tool_: BaseTool) -> dict[str, Any] | None:
     except Exception:  # a forward reference that does not resolve: as if unannotated
         return None
     try:
-        return schema_of_type(annotation)
-    except TypeError as exc:
+        schema = schema_of_type(annotation)
+        return _checked(schema, tool_.name) if schema is not None else None
+    except (TypeError, ValueError) as exc:
         warnings.warn(f"{tool_.name}: output not checked: {exc}", stacklevel=3)
         return None
 
@@ -81,7 +97,8 @@ def _function_of(tool_: BaseTool) -> Callable[..., Any] | None:
 def declared_schema(declared: object, tool_name: str) -> dict[str, Any] | None:
     """Return a declared output schema (a type, or a JSON Schema mapping) as JSON Schema.
 
-    Refuses (``ValueError``) a mapping that is not a valid JSON Schema, or is too big.
+    Refuses (``ValueError``) what cannot be checked safely: not a JSON Schema, too big, a
+    ``$ref`` outside the schema or to nothing, a pattern the linear-time engine cannot run.
     """
     if declared is None:
         return None
@@ -89,24 +106,33 @@ def declared_schema(declared: object, tool_name: str) -> dict[str, Any] | None:
         return None if declared else {"not": {}}
     if not isinstance(declared, Mapping):
         try:
-            return schema_of_type(declared)
+            schema = schema_of_type(declared)
         except TypeError as exc:
             raise ValueError(f"{tool_name}: {exc}") from None
+        return _checked(schema, tool_name) if schema is not None else None
     try:
-        text = json.dumps(declared, allow_nan=False)
-        schema = json.loads(text)
+        schema = json.loads(json.dumps(declared, allow_nan=False))
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"{tool_name}: the output schema is not JSON: {exc}") from None
+    return _checked(schema, tool_name) or None
+
+
+def _checked(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
+    """Return a schema once it is known to be checkable: small, valid, self-contained."""
+    text = json.dumps(schema, sort_keys=True)
     if len(text) > MAX_SCHEMA_CHARS:
         raise ValueError(
             f"{tool_name}: the output schema is {len(text)} characters; at most "
             f"{MAX_SCHEMA_CHARS} are kept"
         )
+    if not jsonschema_rs.meta.is_valid(schema):
+        raise ValueError(f"{tool_name}: the output schema is not a valid JSON Schema")
     try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise ValueError(f"{tool_name}: not a JSON Schema: {exc.message[:300]}") from None
-    return typing.cast(dict[str, Any], schema) or None
+        _validator(text)
+    except Exception as exc:  # jsonschema-rs: ValidationError, ReferencingError, ValueError
+        first = " ".join(str(exc).split("\n")[0].split())[:200]
+        raise ValueError(f"{tool_name}: the output schema cannot be checked: {first}") from None
+    return schema
 
 
 def output_schema(tool_: BaseTool) -> dict[str, Any] | None:
@@ -118,28 +144,35 @@ def output_schema(tool_: BaseTool) -> dict[str, Any] | None:
 def check_output(tool_: BaseTool, value: Any) -> None:
     """Raise ToolOutputError when ``value`` (stored form) does not fit the tool's output schema.
 
-    The message says where, what was expected and what came. A number of the schema may be
-    null: a stored output keeps NaN and infinities as null.
+    The message says where, what was expected and what kind of value came (never the value
+    itself: it may be long, or hold a secret). A ``number`` of the schema may be null: a
+    stored output keeps NaN and infinities as null.
     """
     schema = output_schema(tool_)
     if schema is None:
         return
     validator = _validator(json.dumps(schema, sort_keys=True))
-    error = best_match(validator.iter_errors(value))
-    if error is None:
+    if validator.is_valid(value):
         return
-    where = ".".join(map(str, error.absolute_path)) or "the whole output"
-    said = " ".join(error.message.split())
-    said = said if len(said) <= 300 else said[:299] + "…"
+    error = next(iter(validator.iter_errors(value)))
+    where = ".".join(map(str, error.instance_path)) or "the whole output"
     raise ToolOutputError(
         f"{tool_.name} returned an output that does not match its declared output schema: "
-        f"at {where}: {said}"
+        f"at {where}: {_expected(error.kind)}; got {_kind_of(error.instance)}"
     )
 
 
+def _refuse_remote(uri: str) -> Any:
+    raise ValueError(f"a $ref outside the schema is not fetched ({uri[:100]})")
+
+
 @functools.lru_cache(maxsize=256)
-def _validator(schema_text: str) -> Draft202012Validator:
-    return Draft202012Validator(_nullable_numbers(json.loads(schema_text)))
+def _validator(schema_text: str) -> jsonschema_rs.Validator:
+    return jsonschema_rs.Draft202012Validator(
+        _nullable_numbers(json.loads(schema_text)),
+        retriever=_refuse_remote,
+        pattern_options=jsonschema_rs.RegexOptions(),
+    )
 
 
 def _nullable_numbers(schema: Any) -> Any:
@@ -148,10 +181,35 @@ def _nullable_numbers(schema: Any) -> Any:
         return [_nullable_numbers(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: _nullable_numbers(v) for k, v in schema.items()}
+    out = {k: v if k in VALUE_KEYWORDS else _nullable_numbers(v) for k, v in schema.items()}
     said = out.get("type")
     if said == "number":
         out["type"] = ["number", "null"]
     elif isinstance(said, list) and "number" in said and "null" not in said:
         out["type"] = [*said, "null"]
     return out
+
+
+def _expected(kind: Any) -> str:
+    """Say what the schema wanted (its own words: names, types, limits), cut short."""
+    name = str(getattr(kind, "name", "")) or "a valid value"
+    detail: dict[str, Any] = getattr(kind, "as_dict", dict)()
+    if name == "required":
+        return f"the required field {json.dumps(detail.get('property'))[:80]} is missing"
+    if name == "type":
+        return "expected " + " or ".join(map(str, detail.get("types", [])))[:80]
+    said = json.dumps(detail, default=str, ensure_ascii=False)
+    return f"{name} {said if len(said) <= 120 else said[:119] + '…'}"
+
+
+def _kind_of(value: object) -> str:
+    """Describe a value by its kind and size, not its content."""
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"a string ({len(value)} characters)"
+    if isinstance(value, list):
+        return f"a list ({len(value)} items)"
+    if isinstance(value, dict):
+        return f"an object ({len(value)} fields)"
+    return type(value).__name__
