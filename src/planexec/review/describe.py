@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from typing_extensions import TypedDict
 
@@ -42,11 +42,15 @@ def describe(
     calls: ModelCallEstimate,
     problems: list[str],
     estimate: Sequence[str] = (),
+    notes: Mapping[str, str] | None = None,
 ) -> str:
     """Describe the plan for a reviewer in Markdown: steps, side effects, model calls.
 
-    ``estimate`` holds the lines of :func:`planexec.review.estimate.estimate_lines`.
+    ``estimate`` holds the lines of :func:`planexec.review.estimate.estimate_lines`;
+    ``notes`` says why some side-effecting tools are (an MCP tool's ``destructive (server
+    hint)``).
     """
+    notes = notes or {}
     lines = [
         f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
         "",
@@ -65,7 +69,13 @@ def describe(
     lines += [
         "",
         "Side-effecting tools: "
-        + (", ".join(_code(t, 60, table=False) for t in side_effect_tools) or "none")
+        + (
+            ", ".join(
+                _code(t, 60, table=False) + (f" ({_cell(notes[t], 80)})" if t in notes else "")
+                for t in side_effect_tools
+            )
+            or "none"
+        )
         + ".",
         f"Model calls to run it: {calls['low']}"
         + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from planexec.context import Context
 from planexec.plan.doc import plan_tools
@@ -30,6 +30,8 @@ class ApprovalRequest(HitlFields):
     origin: str
     """Who made the plan: ``planner``, ``replanner``, ``reviewer``, or ``state edit``."""
     side_effect_tools: list[str]
+    side_effect_notes: NotRequired[dict[str, str]]
+    """Why some of them are side-effecting (an MCP tool's ``destructive per the server's hint``)."""
     problems: list[str]
     """Why the plan is invalid (it can then be edited, rejected or cancelled, not approved)."""
     error: str | None
@@ -57,6 +59,7 @@ def approval_request(
     asked_again = previous.get("action") in ("refused", "not_approved", "presented")
     error = previous.get("error") if asked_again else None
     side_effects = [t for t in plan_tools(plan) if tools.has_side_effects(t)]
+    notes = {t: note for t in side_effects if (note := tools.side_effect_note(t))}
     calls = describe.estimate_model_calls(
         plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge
     )
@@ -66,7 +69,7 @@ def approval_request(
     memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
     ran = already_ran(state, plan)
     lines = [*memory_lines(memory), *ran_lines(ran), *estimate_lines(found)]
-    description = describe.describe(plan, side_effects, calls, problems, lines)
+    description = describe.describe(plan, side_effects, calls, problems, lines, notes)
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",
@@ -75,6 +78,7 @@ def approval_request(
         digest=digest,
         origin=origin_of_plan,
         side_effect_tools=side_effects,
+        side_effect_notes=notes,
         problems=problems,
         error=error,
         answers=SHAPES,

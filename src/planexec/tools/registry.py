@@ -118,7 +118,7 @@ class ToolRegistry:
         return True if found is None else bool((found.metadata or {}).get(SIDE_EFFECTS, False))
 
     def side_effect_note(self, name: str) -> str | None:
-        """Say why a side-effecting MCP tool is one (``destructive (server hint)``), else None."""
+        """Say why a side-effecting MCP tool is one (``destructive per the server's hint``)."""
         found = self._tools.get(name)
         mcp = (found.metadata or {}).get(MCP_KEY) if found is not None else None
         why = mcp.get("why") if isinstance(mcp, dict) else None

@@ -18,6 +18,7 @@ registered (:func:`adapt`).
 from __future__ import annotations
 
 import os
+import threading
 
 from planexec.tools.mcp.adapters import adapt
 from planexec.tools.mcp.config import (
@@ -31,6 +32,9 @@ from planexec.tools.mcp.config import (
 from planexec.tools.mcp.sessions import McpServers, ServerGone
 from planexec.tools.mcp.tools import mcp_tools
 from planexec.tools.registry import ToolRegistry
+
+_shared: dict[str, tuple[McpServers, ToolRegistry]] = {}
+_shared_lock = threading.Lock()
 
 
 def mcp_registry(
@@ -46,10 +50,24 @@ def mcp_registry(
     return registry
 
 
-def registry_from_env(base: ToolRegistry | None = None) -> ToolRegistry | None:
-    """Return :func:`mcp_registry` of ``$PLANEXEC_MCP_CONFIG`` when it is set, else None."""
+def shared_servers(path: str | os.PathLike[str]) -> tuple[McpServers, ToolRegistry]:
+    """Return the servers of an MCP file and a registry of their tools, one pair per process.
+
+    Every caller naming the same file (the served graph, the CLI) shares its sessions.
+    """
+    key = os.path.realpath(path)
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is None:
+            servers = McpServers.from_file(path)
+            found = _shared[key] = (servers, servers.registry())
+        return found
+
+
+def registry_from_env() -> ToolRegistry | None:
+    """Return the shared registry of ``$PLANEXEC_MCP_CONFIG``'s servers when it is set."""
     path = os.environ.get(CONFIG_ENV, "").strip()
-    return mcp_registry(path, base) if path else None
+    return shared_servers(path)[1] if path else None
 
 
 __all__ = [
@@ -65,4 +83,5 @@ __all__ = [
     "mcp_registry",
     "mcp_tools",
     "registry_from_env",
+    "shared_servers",
 ]

@@ -7,7 +7,8 @@ idempotent, open world):
 * read-only (``readOnlyHint``) → not side-effecting: the ``first`` approval policy lets a
   revision add it without asking;
 * anything else (destructive, unannotated, or writing without destroying) → side-effecting,
-  named at approval with why (``destructive (server hint)``, ``no hints: may write``...);
+  named at approval with why (``destructive per the server's hint``, ``no hints: may write
+  or delete``...);
 * ``idempotentHint`` → a timed-out call may be retried; without it, never.
 
 The operator's overrides (:class:`~planexec.tools.mcp.config.ToolHints`) replace the server's
@@ -80,15 +81,15 @@ def marks(
             overridden.append(field)
     read_only = hints["read_only"] is True
     destructive = hints["destructive"] is not False  # the spec's default: destructive
-    by = "operator" if overridden else "server hint"
+    by = "per the operator" if overridden else "per the server's hint"
     if read_only:
         why = None
     elif not given and not overridden:
         why = "no hints: may write or delete"
     elif destructive:
-        why = f"destructive ({by})"
+        why = f"destructive {by}"
     else:
-        why = f"writes, not destructive ({by})"
+        why = f"writes, not destructive, {by}"
     return {
         SIDE_EFFECTS: not read_only,
         RETRY_ON_TIMEOUT: hints["idempotent"] is True,
