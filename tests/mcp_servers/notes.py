@@ -72,6 +72,7 @@ def build(port: int = 0) -> FastMCP:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--tag", default="", help="ignored: lets a test find its processes")
     port = parser.parse_args().port
     server = build(port)
     server.run("streamable-http" if port else "stdio")

@@ -18,11 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHONPATH = os.pathsep.join([str(ROOT), str(ROOT / "src")])
 
 
-def stdio_entry(module: str, **env: str) -> dict[str, Any]:
-    """A config entry starting ``tests.mcp_servers.<module>`` on stdio."""
+def stdio_entry(module: str, tag: str = "", **env: str) -> dict[str, Any]:
+    """A config entry starting ``tests.mcp_servers.<module>`` on stdio (``--tag`` if given)."""
     return {
         "command": sys.executable,
-        "args": ["-m", f"tests.mcp_servers.{module}"],
+        "args": ["-m", f"tests.mcp_servers.{module}", *(["--tag", tag] if tag else [])],
         "env": {"PYTHONPATH": PYTHONPATH, **env},
         "cwd": str(ROOT),
     }
@@ -63,7 +63,8 @@ def http_server(module: str) -> Iterator[str]:
 
 
 def children(pid: int | None = None, holding: str = "tests.mcp_servers") -> list[int]:
-    """Live child processes of ``pid`` (default: this one) whose command line holds ``holding``."""
+    """Live child processes of ``pid`` (default: this one; 0: any) whose command line holds
+    ``holding``."""
     parent = os.getpid() if pid is None else pid
     found = []
     for entry in Path("/proc").iterdir():
@@ -75,6 +76,6 @@ def children(pid: int | None = None, holding: str = "tests.mcp_servers") -> list
         except OSError:
             continue
         fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == parent and fields[0] != "Z" and holding in cmdline:
+        if parent in (0, int(fields[1])) and fields[0] != "Z" and holding in cmdline:
             found.append(int(entry.name))
     return found
