@@ -29,7 +29,8 @@ from planexec.tools.mcp.config import (
     ToolHints,
     load_mcp_config,
 )
-from planexec.tools.mcp.sessions import McpServers, ServerGone
+from planexec.tools.mcp.servers import McpServers
+from planexec.tools.mcp.sessions import ServerGone
 from planexec.tools.mcp.tools import mcp_tools
 from planexec.tools.registry import ToolRegistry
 

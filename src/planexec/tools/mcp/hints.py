@@ -68,7 +68,11 @@ def marks(
     ``annotations`` are the tool's MCP annotations (``readOnlyHint``...; None: it has none);
     ``overrides`` the server's ``planexec.tools`` (``"*"`` for every tool, then the tool's own).
     """
-    given = {k: v for k, v in (annotations or {}).items() if k in HINT_FIELDS.values()}
+    given = {
+        k: v
+        for k, v in (annotations or {}).items()
+        if k in HINT_FIELDS.values() and isinstance(v, bool)
+    }
     hints: dict[str, bool | None] = {
         field: _flag(given.get(key)) for field, key in HINT_FIELDS.items()
     }

@@ -16,20 +16,18 @@ at most once: a server that went away while it ran may have done it.
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextlib
 import logging
 import os
 import tempfile
 import threading
 import time
-import weakref
 from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
-from planexec.errors import ConfigurationError, ToolError, TransientToolError
-from planexec.tools.mcp.config import McpConfig, ServerConfig
+from planexec.errors import ToolError, TransientToolError
+from planexec.tools.mcp.config import ServerConfig
 
 T = TypeVar("T")
 STDERR_TAIL = 2000
@@ -87,6 +85,11 @@ class _Loop:
 
 
 _LOOP = _Loop()
+
+
+def mcp_loop_pid() -> int:
+    """Return the process id the MCP loop was made in (0: none made yet)."""
+    return _LOOP.pid()
 
 
 def on_mcp_loop(work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
@@ -185,7 +188,7 @@ class Server:
                 gone.cancel()
         except BaseException as exc:  # the session's end, told to its callers
             if not state.reason:
-                state.reason = _error_text(exc)
+                state.reason = error_text(exc)
             if not ready.done():
                 ready.set_exception(
                     TransientToolError(
@@ -338,7 +341,7 @@ class _Forward:
                 self.state.reason = "exited (its connection closed)"
         except Exception as exc:
             if not self.state.reason:
-                self.state.reason = f"failed: {_error_text(exc)}"
+                self.state.reason = f"failed: {error_text(exc)}"
         finally:
             if not self.state.closing.is_set():
                 self.state.gone.set()
@@ -352,7 +355,7 @@ def _connection_closed(exc: BaseException | None) -> bool:
     return isinstance(exc, McpError) and exc.error.code == CONNECTION_CLOSED
 
 
-def _error_text(exc: BaseException) -> str:
+def error_text(exc: BaseException) -> str:
     """Describe a transport's failure: an exception group by its first real error."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
@@ -360,99 +363,3 @@ def _error_text(exc: BaseException) -> str:
         return "cancelled"
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-_open_servers: weakref.WeakSet[McpServers] = weakref.WeakSet()
-
-
-class McpServers:
-    """The MCP servers of one config, with planexec-owned sessions.
-
-    ::
-
-        servers = McpServers.from_file("mcp.json")
-        registry = servers.registry()  # the file and data tools, and every server's tools
-        graph = build_graph(tools=registry)
-        ...
-        servers.close()  # else at the interpreter's exit
-
-    Listing the tools opens each server's session; the sessions stay open for the calls.
-    """
-
-    def __init__(self, config: McpConfig) -> None:
-        """Keep the config; nothing is started until tools are listed or called."""
-        self.config = config
-        self.servers = {name: Server(name, c) for name, c in config.mcpServers.items()}
-        _open_servers.add(self)
-
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> McpServers:
-        """Read an MCP servers file (:func:`~planexec.tools.mcp.config.load_mcp_config`)."""
-        from planexec.tools.mcp.config import load_mcp_config
-
-        return cls(load_mcp_config(path))
-
-    def server(self, name: str) -> Server:
-        """Return the server of that name (KeyError if none)."""
-        return self.servers[name]
-
-    def list_tools(self) -> dict[str, list[Any]]:
-        """Open each server's session and list its tools (MCP ``Tool`` objects), by server.
-
-        Raises :class:`~planexec.errors.ConfigurationError` naming a server that cannot be
-        reached.
-        """
-        found: dict[str, list[Any]] = {}
-        for name, server in self.servers.items():
-            try:
-                found[name] = wait_on_mcp_loop(server.list_tools(), server.timeout + 30)
-            except Exception as exc:
-                detail = (
-                    str(exc)
-                    if isinstance(exc, ToolError | TransientToolError)
-                    else (f"MCP server {name!r}: {_error_text(exc)}")
-                )
-                raise ConfigurationError(f"cannot list the tools: {detail}") from None
-        return found
-
-    def tools(self) -> list[Any]:
-        """Return every server's tools as LangChain tools (see :mod:`planexec.tools.mcp.tools`)."""
-        from planexec.tools.mcp.tools import mcp_tools
-
-        return mcp_tools(self)
-
-    def registry(self, base: Any = None) -> Any:
-        """Return ``base`` (default: the file and data tools) with every server's tools added."""
-        from planexec.tools import default_registry
-
-        registry = base if base is not None else default_registry()
-        for tool_ in self.tools():
-            if tool_.name in registry:
-                raise ConfigurationError(
-                    f"MCP tool {tool_.name} has the name of a tool already registered"
-                )
-            registry.register(tool_)
-        return registry
-
-    def close(self) -> None:
-        """Close every open session (stdio servers' processes end); they reopen if used."""
-        if _LOOP.pid() != os.getpid():  # another process's sessions (after a fork): not ours
-            return
-
-        async def close_all() -> None:
-            await asyncio.gather(*(s.close() for s in self.servers.values()))
-
-        with contextlib.suppress(Exception):
-            wait_on_mcp_loop(close_all(), CLOSE_TIMEOUT * 2)
-
-    def __enter__(self) -> McpServers:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-
-@atexit.register
-def _close_at_exit() -> None:
-    for servers in list(_open_servers):
-        servers.close()

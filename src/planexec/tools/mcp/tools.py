@@ -27,7 +27,7 @@ from planexec.tools.mcp.hints import OUTPUT_SCHEMA, cut, marks, tool_name
 from planexec.tools.mcp.sessions import Server, ServerGone, on_mcp_loop, wait_on_mcp_loop
 
 if TYPE_CHECKING:
-    from planexec.tools.mcp.sessions import McpServers
+    from planexec.tools.mcp.servers import McpServers
 
 
 def mcp_tools(servers: McpServers) -> list[BaseTool]:
