@@ -101,16 +101,16 @@ async def _start(
     tools: ToolRegistry | None,
     clock: float,
 ) -> int:
-    registry = tools if tools is not None else default_registry()
     async with Runs.aopen(db, tools=tools) as runs:
         if await runs.aget(tid) is not None:  # before any file is copied
             raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
         request = new_run(
             new.task, plan=new.plan_file, workspace=folder, data=new.data,
-            thread_id=tid, context=context, db=db, tools=registry,
+            thread_id=tid, context=context, db=db, tools=tools,
         )  # fmt: skip
         root = request.sandbox.root if request.sandbox else Path(folder)
         if request.plan is not None:
+            registry = tools if tools is not None else default_registry()
             missing = missing_inputs(request.plan, root, registry)
             if missing:
                 raise UserError(missing_message(missing, root))
