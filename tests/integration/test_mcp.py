@@ -13,13 +13,14 @@ from langgraph.types import Command
 from typer.testing import CliRunner
 
 from planexec import build_graph
-from planexec.errors import ConfigurationError, ToolError
+from planexec.errors import ConfigurationError, ToolError, TransientToolError
 from planexec.execution.retries import retryable
 from planexec.runtime.toolcalls import StepTimeout
 from planexec.tools import ToolRegistry
 from planexec.tools.mcp import McpServers, load_mcp_config
 from tests.helpers import plan_of, plan_reply, scripted, step, thread
 from tests.mcp_servers.running import children, http_server, stdio_entry
+from tests.servers import free_port
 
 TOKEN = "notes-token-7f3a9c2e51"
 
@@ -240,6 +241,41 @@ def test_a_server_that_exits_mid_run_fails_only_its_step_and_the_thread_resumes(
     assert out["final"]["status"] == "succeeded", out["final"]
     assert servers.server("notes").opened == before + 1
     assert len(children(holding="tests.mcp_servers.notes")) == 1
+
+
+def test_an_http_server_that_goes_away_fails_the_call_and_is_reconnected_when_back():
+    port = free_port()
+    with http_server("web", port) as url:
+        servers = McpServers(load_mcp_config({"mcpServers": {"web": {"url": url}}}))
+        search = servers.registry(ToolRegistry()).get("web__search")
+        assert search.invoke({"query": "eggs"}) == {"result": "https://example.test/eggs"}
+    # never reached the server: transient, so the executor tries again after its backoff
+    with pytest.raises(TransientToolError, match="MCP server 'web' failed: ConnectError"):
+        search.invoke({"query": "eggs"})
+    with pytest.raises(TransientToolError, match="MCP server 'web' could not be started"):
+        search.invoke({"query": "eggs"})
+    with http_server("web", port):
+        assert search.invoke({"query": "milk"}) == {"result": "https://example.test/milk"}
+        assert servers.server("web").opened == 2
+    servers.close()
+
+
+def test_a_timed_out_call_is_not_retried_and_the_session_goes_on(
+    servers, registry, use_models, ctx
+):
+    graph = build_graph(checkpointer=InMemorySaver(), tools=registry)
+    plan = plan_of(step(1, "notes__slow_append", {"seconds": 30}), step(2, "notes__pid"))
+    use_models(planner=scripted(plan_reply(plan)))
+    config, context = thread(), ctx(step_timeout=0.5, max_replans=0, step_max_attempts=3)
+    opened = servers.server("notes").opened
+    graph.invoke({"task": "slow"}, config, context=context)
+    started = time.monotonic()
+    out = graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+    assert time.monotonic() - started < 5
+    assert out["steps"]["1"]["status"] == "failed" and out["steps"]["1"]["attempts"] == 1
+    assert "timed out after 0.5 s" in out["steps"]["1"]["error"]
+    assert isinstance(out["steps"]["2"]["output"]["result"], int)
+    assert servers.server("notes").opened == opened  # the same session served the next call
 
 
 def test_closing_ends_every_server_process(config):

@@ -2,8 +2,9 @@
 
 ``python -m tests.mcp_servers.notes`` serves on stdio; ``--port N`` on http://127.0.0.1:N/mcp.
 Its tools: read_note (read-only, structured output), search (read-only), delete_note
-(destructive), fail (an ``isError`` result), crash (the process exits mid-call), whoami (the
-env's NOTES_TOKEN, to check scrubbing), pid (the server's process id).
+(destructive), slow_append (slow, not idempotent), fail (an ``isError`` result), crash (the
+process exits mid-call), whoami (the env's NOTES_TOKEN, to check scrubbing), pid (its process
+id).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
 from typing_extensions import TypedDict
@@ -60,6 +62,12 @@ def build(port: int = 0) -> FastMCP:
     def whoami() -> str:
         """Say the token the server was given."""
         return f"token={os.environ.get('NOTES_TOKEN', '')}"
+
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=False))
+    async def slow_append(seconds: float) -> str:
+        """Take ``seconds`` to append to a log (not idempotent)."""
+        await anyio.sleep(seconds)
+        return "appended"
 
     @server.tool(annotations=read_only)
     def pid() -> int:

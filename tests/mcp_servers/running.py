@@ -29,9 +29,9 @@ def stdio_entry(module: str, tag: str = "", **env: str) -> dict[str, Any]:
 
 
 @contextmanager
-def http_server(module: str) -> Iterator[str]:
+def http_server(module: str, port: int | None = None) -> Iterator[str]:
     """Run ``tests.mcp_servers.<module>`` on streamable HTTP at 127.0.0.1; yield its URL."""
-    port = free_port()
+    port = port or free_port()
     env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     proc = subprocess.Popen(
         [sys.executable, "-m", f"tests.mcp_servers.{module}", "--port", str(port)],

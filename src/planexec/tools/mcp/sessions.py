@@ -116,6 +116,8 @@ class _Session:
         self.gone = asyncio.Event()
         self.closing = asyncio.Event()
         self.reason = ""
+        self.error: BaseException | None = None
+        """What ended the session, when an error did."""
         self.task: asyncio.Task[None] | None = None
         self.opened_at = 0.0
 
@@ -187,15 +189,16 @@ class Server:
                 closing.cancel()
                 gone.cancel()
         except BaseException as exc:  # the session's end, told to its callers
-            if not state.reason:
-                state.reason = error_text(exc)
+            state.error = first_error(exc)
             if not ready.done():
                 ready.set_exception(
                     TransientToolError(
-                        f"{self._describe()} could not be started: {state.reason}"
+                        f"{self._describe()} could not be started: {error_text(exc)}"
                         + self._stderr_tail()
                     )
                 )
+            elif not state.reason:
+                state.reason = f"failed: {error_text(exc)}"
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
@@ -283,6 +286,8 @@ class Server:
         with contextlib.suppress(TimeoutError):  # its reason is known once the session ends
             await asyncio.wait_for(asyncio.shield(state.gone.wait()), 2.0)
         reason = state.reason or "closed its connection"
+        if _not_sent(state.error):  # the call never reached the server: safe to make again
+            raise TransientToolError(f"{self._describe()} {reason}")
         raise ServerGone(f"{self._describe()} {reason} while {tool} ran{self._stderr_tail()}")
 
     async def list_tools(self) -> list[Any]:
@@ -355,10 +360,23 @@ def _connection_closed(exc: BaseException | None) -> bool:
     return isinstance(exc, McpError) and exc.error.code == CONNECTION_CLOSED
 
 
-def error_text(exc: BaseException) -> str:
-    """Describe a transport's failure: an exception group by its first real error."""
+def first_error(exc: BaseException) -> BaseException:
+    """Return an exception group's first real error (any other exception as it is)."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _not_sent(exc: BaseException | None) -> bool:
+    """Say whether a session ended because its server could not be reached at all."""
+    import httpx
+
+    return isinstance(exc, httpx.ConnectError | ConnectionRefusedError)
+
+
+def error_text(exc: BaseException) -> str:
+    """Describe a transport's failure: an exception group by its first real error."""
+    exc = first_error(exc)
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
     text = str(exc).strip()
