@@ -1,7 +1,8 @@
 """Wiring of the planexec graph: planner → approval → executor → evaluator ⇄ replanner → finalizer.
 
-``graph`` (compiled without a checkpointer) is what ``langgraph.json`` serves; Python callers
-use ``build_graph(checkpointer=...)``.
+``graph`` (compiled without a checkpointer) is what ``langgraph.json`` serves, with the tools
+of the MCP servers ``$PLANEXEC_MCP_CONFIG`` names if it is set; Python callers use
+``build_graph(checkpointer=..., tools=...)``.
 """
 
 from __future__ import annotations
@@ -157,4 +158,17 @@ def build_graph(
     return admit(compiled).with_config(RUN_DEFAULTS)
 
 
-graph = build_graph()
+def served_tools() -> ToolRegistry | None:
+    """Return the served graph's tools: with ``$PLANEXEC_MCP_CONFIG``, its MCP servers' too.
+
+    None (the default tools) when it is not set. The servers' sessions open here, to list
+    their tools, and stay open for the process (:mod:`planexec.tools.mcp`).
+    """
+    if not os.environ.get("PLANEXEC_MCP_CONFIG", "").strip():
+        return None
+    from planexec.tools.mcp import registry_from_env
+
+    return registry_from_env()
+
+
+graph = build_graph(tools=served_tools())

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,7 +20,7 @@ from planexec.cli.watch import Watch, planner_problem
 from planexec.context import Context, InvalidContextError
 from planexec.runs import Runs, new_run, sandbox_for
 from planexec.runs.request import saved_context
-from planexec.tools import default_registry
+from planexec.tools import ToolRegistry, default_registry
 from planexec.tools.sandbox import check_thread_id
 
 __all__ = ["NewRun", "Session", "database", "demo", "resume", "show", "start", "threads"]
@@ -35,6 +37,8 @@ class NewRun:
     thread_id: str | None
     folder: str | None
     options: dict[str, Any]
+    mcp: Path | None = None
+    """The MCP servers file whose tools the run may use (``--mcp``)."""
 
 
 def make_context(options: dict[str, Any]) -> Context:
@@ -43,6 +47,24 @@ def make_context(options: dict[str, Any]) -> Context:
         return Context(**{k: v for k, v in options.items() if v is not None})
     except InvalidContextError as exc:
         raise UserError(str(exc)) from None
+
+
+@contextlib.contextmanager
+def mcp_tools(path: Path | None) -> Iterator[ToolRegistry | None]:
+    """Yield the tools of ``--mcp FILE``'s servers with the default ones (None: no file).
+
+    The servers' sessions are closed when the command ends.
+    """
+    if path is None:
+        yield None
+        return
+    from planexec.tools.mcp import shared_servers
+
+    servers, registry = shared_servers(path)
+    try:
+        yield registry
+    finally:
+        servers.close()
 
 
 async def start(new: NewRun, db: str, session: Session, *, note: str | None = None) -> int:
@@ -64,16 +86,32 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
     missing_model = note or planner_problem(context)
     if new.task and new.plan_file is None and missing_model:  # no plan could be made
         raise UserError(missing_model)
-    async with Runs.aopen(db) as runs:
+    with mcp_tools(new.mcp) as tools:
+        return await _start(new, db, session, context, tid, folder, missing_model, tools, clock)
+
+
+async def _start(
+    new: NewRun,
+    db: str,
+    session: Session,
+    context: Context,
+    tid: str,
+    folder: str | Path,
+    missing_model: str | None,
+    tools: ToolRegistry | None,
+    clock: float,
+) -> int:
+    async with Runs.aopen(db, tools=tools) as runs:
         if await runs.aget(tid) is not None:  # before any file is copied
             raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
         request = new_run(
             new.task, plan=new.plan_file, workspace=folder, data=new.data,
-            thread_id=tid, context=context, db=db,
+            thread_id=tid, context=context, db=db, tools=tools,
         )  # fmt: skip
         root = request.sandbox.root if request.sandbox else Path(folder)
         if request.plan is not None:
-            missing = missing_inputs(request.plan, root, default_registry())
+            registry = tools if tools is not None else default_registry()
+            missing = missing_inputs(request.plan, root, registry)
             if missing:
                 raise UserError(missing_message(missing, root))
         session.out.print(f"thread {tid} · workspace {root}")
@@ -89,10 +127,15 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
     return report(result.values, tid, str(root), session, wall, watch.reviewer.waited)
 
 
-async def resume(thread_id: str, db: str, session: Session) -> int:
+async def resume(thread_id: str, db: str, session: Session, mcp: Path | None = None) -> int:
     """Continue a paused or interrupted run; return the exit code."""
+    with mcp_tools(mcp) as tools:
+        return await _resume(thread_id, db, session, tools)
+
+
+async def _resume(thread_id: str, db: str, session: Session, tools: ToolRegistry | None) -> int:
     clock = time.monotonic()
-    async with Runs.aopen(db) as runs:
+    async with Runs.aopen(db, tools=tools) as runs:
         thread = existing(await runs.aget(thread_id), thread_id, db)
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")

@@ -57,6 +57,7 @@ def run(
     max_cost: o.MaxCostOption = None,
     max_seconds: o.MaxSecondsOption = None,
     no_memory: o.NoMemoryOption = False,
+    mcp: o.McpOption = None,
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress.
 
@@ -71,7 +72,7 @@ def run(
     options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
     options |= {"max_tokens": max_tokens, "max_cost": max_cost, "max_seconds": max_seconds}
     options |= {"plan_memory": False if no_memory else None}
-    new = actions.NewRun(task, plan, data or [], thread_id, workspace, options)
+    new = actions.NewRun(task, plan, data or [], thread_id, workspace, options, mcp)
     session = actions.Session(yes=yes, as_json=as_json)
     guard(actions.start(new, actions.database(db), session), session.running)
 
@@ -82,13 +83,14 @@ def resume(
     yes: o.YesOption = False,
     db: o.DbOption = None,
     as_json: o.JsonOption = False,
+    mcp: o.McpOption = None,
 ) -> None:
-    """Continue a paused or interrupted run where it stopped."""
+    """Continue a paused or interrupted run where it stopped (give it the same --mcp FILE)."""
     from planexec.cli import actions
     from planexec.cli.guard import guard
 
     session = actions.Session(yes=yes, as_json=as_json)
-    guard(actions.resume(thread_id, actions.database(db), session), session.running)
+    guard(actions.resume(thread_id, actions.database(db), session, mcp), session.running)
 
 
 @app.command()

@@ -36,6 +36,12 @@ WorkspaceOption = Annotated[
     typer.Option("--workspace", metavar="DIR",
                  help="The one folder the tools may use (default: ./planexec-runs/THREAD_ID)."),
 ]  # fmt: skip
+McpOption = Annotated[
+    Path | None,
+    typer.Option("--mcp", metavar="FILE", envvar="PLANEXEC_MCP_CONFIG", show_envvar=False,
+                 help="Also plan with the tools of the MCP servers in FILE (the usual "
+                 "mcpServers JSON; default: $PLANEXEC_MCP_CONFIG)."),
+]  # fmt: skip
 # choices and ranges are the run context's to check (planexec.context): one place, one message
 ApprovalOption = Annotated[
     str | None,

@@ -130,7 +130,10 @@ class Reviewer:
         for problem in request.get("problems") or []:
             self.out.print(styled(("invalid: ", "red"), str(problem)))
         if request.get("side_effect_tools"):
-            tools = ", ".join(map(str, request["side_effect_tools"]))
+            notes = request.get("side_effect_notes") or {}
+            tools = ", ".join(
+                f"{t} ({notes[t]})" if t in notes else str(t) for t in request["side_effect_tools"]
+            )
             self.out.print(styled("tools that write or send: ", tools))
         for sid, shape in (request.get("produces") or {}).items():
             self.out.print(styled((f"step {sid} produces ", "dim"), str(shape)))

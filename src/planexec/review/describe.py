@@ -45,12 +45,16 @@ def describe(
     problems: list[str],
     estimate: Sequence[str] = (),
     produces: Mapping[str, str] | None = None,
+    notes: Mapping[str, str] | None = None,
 ) -> str:
     """Describe the plan for a reviewer in Markdown: steps, side effects, model calls.
 
     ``estimate`` holds the lines of :func:`planexec.review.estimate.estimate_lines`;
-    ``produces`` what each tool step returns (step id: shape in a line), shown by the step.
+    ``produces`` what each tool step returns (step id: shape in a line), shown by the step;
+    ``notes`` says why some side-effecting tools are (an MCP tool's ``destructive (server
+    hint)``).
     """
+    notes = notes or {}
     lines = [
         f"**Plan v{plan['version']}**: {_cell(plan['goal'], 300)}",
         "",
@@ -71,7 +75,13 @@ def describe(
     lines += [
         "",
         "Side-effecting tools: "
-        + (", ".join(_code(t, 60, table=False) for t in side_effect_tools) or "none")
+        + (
+            ", ".join(
+                _code(t, 60, table=False) + (f" ({_cell(notes[t], 80)})" if t in notes else "")
+                for t in side_effect_tools
+            )
+            or "none"
+        )
         + ".",
         f"Model calls to run it: {calls['low']}"
         + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")

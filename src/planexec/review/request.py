@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from planexec.context import Context
 from planexec.plan.doc import plan_tools
@@ -36,6 +36,8 @@ class ApprovalRequest(HitlFields):
     side_effect_tools: list[str]
     produces: dict[str, str]
     """What each tool step's tool declares it returns, in a line (step id: shape)."""
+    side_effect_notes: NotRequired[dict[str, str]]
+    """Why some of them are side-effecting (an MCP tool's ``destructive per the server's hint``)."""
     problems: list[str]
     """Why the plan is invalid (it can then be edited, rejected or cancelled, not approved)."""
     error: str | None
@@ -64,6 +66,7 @@ def approval_request(
     error = previous.get("error") if asked_again else None
     side_effects = [t for t in plan_tools(plan) if tools.has_side_effects(t)]
     produced = produces(plan, tools)
+    notes = {t: note for t in side_effects if (note := tools.side_effect_note(t))}
     calls = describe.estimate_model_calls(
         plan, max_turns=ctx.max_executor_turns, judge=ctx.llm_judge
     )
@@ -73,7 +76,9 @@ def approval_request(
     memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
     ran = already_ran(state, plan)
     lines = [*memory_lines(memory), *ran_lines(ran), *estimate_lines(found)]
-    description = describe.describe(plan, side_effects, calls, problems, lines, produced)
+    description = describe.describe(
+        plan, side_effects, calls, problems, lines, produces=produced, notes=notes
+    )
     return ApprovalRequest(
         **hitl.requests(plan, description, can_approve=not problems),
         type="plan_approval",
@@ -83,6 +88,7 @@ def approval_request(
         origin=origin_of_plan,
         side_effect_tools=side_effects,
         produces=produced,
+        side_effect_notes=notes,
         problems=problems,
         error=error,
         answers=SHAPES,

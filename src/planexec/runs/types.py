@@ -51,6 +51,8 @@ class ApprovalRequest(TypedDict, total=False):
     problems: list[str]
     side_effect_tools: list[str]
     produces: dict[str, str]
+    side_effect_notes: dict[str, str]
+    """Why some side-effecting tools are (an MCP tool's ``destructive per the server's hint``)."""
     estimate: Estimate
     memory: dict[str, Any] | None
     already_ran: dict[str, str]

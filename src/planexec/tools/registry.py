@@ -20,6 +20,9 @@ SIDE_EFFECTS = "side_effects"
 FILE_FIELDS = "file_fields"
 TYPICAL_LATENCY = "typical_latency"
 """Metadata key of a tool's typical seconds a call (slots and the approval's estimate use it)."""
+MCP_KEY = "mcp"
+"""Metadata key of what planexec knows of an MCP tool: server, tool, hints, and ``why`` it has
+side effects (:mod:`planexec.tools.mcp.hints`)."""
 
 
 class ToolRegistry:
@@ -68,6 +71,11 @@ class ToolRegistry:
         in place of its return annotation or ``metadata["output_schema"]``.
         """
         tool_ = _with_args_schema(item if isinstance(item, BaseTool) else as_tool(item))
+        if getattr(tool_, "response_format", None) == "content_and_artifact":
+            from planexec.tools.mcp.adapters import adapt, from_adapters
+
+            if from_adapters(tool_):  # langchain-mcp-adapters: hints read, errors raised
+                tool_ = adapt(tool_)
         if tool_.name in STEP_FIELDS:  # {"description": "x"} would be a model step, not a call
             raise ValueError(
                 f"a tool may not be named {tool_.name!r}: plan steps use that name for a field "
@@ -127,6 +135,13 @@ class ToolRegistry:
         """Say whether a tool writes, deletes or sends something (unknown tools: yes)."""
         found = self._tools.get(name)
         return True if found is None else bool((found.metadata or {}).get(SIDE_EFFECTS, False))
+
+    def side_effect_note(self, name: str) -> str | None:
+        """Say why a side-effecting MCP tool is one (``destructive per the server's hint``)."""
+        found = self._tools.get(name)
+        mcp = (found.metadata or {}).get(MCP_KEY) if found is not None else None
+        why = mcp.get("why") if isinstance(mcp, dict) else None
+        return why if isinstance(why, str) and self.has_side_effects(name) else None
 
     def file_fields(self, name: str | None) -> tuple[str, ...]:
         """Return the output fields of a tool that name workspace files (none if unknown)."""

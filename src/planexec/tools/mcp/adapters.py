@@ -1,0 +1,64 @@
+"""Tools made by ``langchain-mcp-adapters``, made fit for planexec when registered."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from planexec.errors import ToolError
+from planexec.tools.mcp.config import ToolHints
+from planexec.tools.mcp.hints import HINT_FIELDS, cut, marks
+
+
+def from_adapters(tool_: BaseTool) -> bool:
+    """Say whether a tool was made by ``langchain-mcp-adapters`` (and not yet adapted)."""
+    coroutine = getattr(tool_, "coroutine", None)
+    return (
+        tool_.response_format == "content_and_artifact"
+        and getattr(coroutine, "__module__", "") == "langchain_mcp_adapters.tools"
+    )
+
+
+def adapt(
+    tool_: BaseTool, *, server: str | None = None, overrides: Mapping[str, ToolHints] | None = None
+) -> BaseTool:
+    """Make a tool of ``langchain-mcp-adapters`` fit planexec: hints read, errors raised.
+
+    The adapters' tools return MCP content blocks and (by default) return an ``isError``
+    result as if it were output: the copy returns the structured content or the text, fails
+    the step on an error, and carries the side-effect and retry marks its annotations mean.
+    Its sessions stay the adapters' (a tool of ``MultiServerMCPClient.get_tools()`` opens one
+    per call): :class:`~planexec.tools.mcp.sessions.McpServers` keeps them open instead.
+    """
+    if tool_.response_format != "content_and_artifact" or not isinstance(tool_, StructuredTool):
+        return tool_
+    original = tool_.coroutine
+    if original is None:
+        return tool_
+    metadata = dict(tool_.metadata or {})
+    annotations = {k: v for k, v in metadata.items() if k in HINT_FIELDS.values()}
+    label = server or "mcp"
+    new_marks = marks(label, tool_.name, annotations or None, overrides or {})
+    name = tool_.name
+
+    async def acall(**arguments: Any) -> Any:
+        try:
+            content, artifact = await original(**arguments)
+        except Exception as exc:  # the adapters raise ToolException on isError when asked to
+            raise ToolError(f"MCP tool {name}: {cut(str(exc))}") from None
+        if isinstance(artifact, dict) and artifact.get("structured_content") is not None:
+            return artifact["structured_content"]
+        blocks = content if isinstance(content, list) else [content]
+        return "\n".join(str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in blocks)
+
+    adapted = tool_.model_copy(
+        update={
+            "coroutine": acall,
+            "response_format": "content",
+            "handle_tool_error": False,
+            "metadata": {**metadata, **new_marks},
+        }
+    )
+    return adapted

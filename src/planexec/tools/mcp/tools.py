@@ -1,0 +1,152 @@
+"""MCP tools as LangChain tools that call through planexec's sessions.
+
+Each tool of each server becomes a ``StructuredTool`` named ``server__tool``
+(:func:`~planexec.tools.mcp.hints.tool_name`) whose argument schema is the server's input
+schema as written (the planner sees it whole), whose metadata carries its hints' meaning
+(:mod:`planexec.tools.mcp.hints`) and its output schema, and whose call goes through the
+server's long-lived session (:mod:`planexec.tools.mcp.sessions`).
+
+A call returns JSON: the result's ``structuredContent`` when there is some, else its text (the
+text blocks joined; other blocks described in a line). An ``isError`` result or an MCP
+protocol error fails the step with the server's message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from planexec.errors import ConfigurationError, ToolError, TransientToolError
+from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
+from planexec.tools.mcp.config import ToolHints
+from planexec.tools.mcp.hints import cut, marks, tool_name
+from planexec.tools.mcp.sessions import Server, ServerGone, on_mcp_loop, wait_on_mcp_loop
+from planexec.tools.returns import OUTPUT_SCHEMA, declared_schema
+
+if TYPE_CHECKING:
+    from planexec.tools.mcp.servers import McpServers
+
+
+def mcp_tools(servers: McpServers) -> list[BaseTool]:
+    """Return every tool of every server of ``servers`` (their sessions are opened to list them).
+
+    Raises :class:`~planexec.errors.ConfigurationError` if two tools would get one name, or an
+    override names a tool the server does not have.
+    """
+    made: dict[str, BaseTool] = {}
+    for name, listed in servers.list_tools().items():
+        server = servers.server(name)
+        options = server.config.planexec
+        known = {t.name for t in listed}
+        unknown = sorted(set(options.tools) - known - {"*"})
+        if unknown:
+            raise ConfigurationError(
+                f"MCP server {name!r}: planexec.tools names tools it does not have: "
+                f"{', '.join(unknown)} (it has: {', '.join(sorted(known)) or 'none'})"
+            )
+        prefix = name if options.prefix is None else options.prefix
+        for item in listed:
+            tool_ = make_tool(server, item, prefix, options.tools)
+            if tool_.name in made:
+                raise ConfigurationError(
+                    f"two MCP tools would be named {tool_.name}: give a server a planexec.prefix"
+                )
+            made[tool_.name] = tool_
+    return list(made.values())
+
+
+def make_tool(
+    server: Server, item: Any, prefix: str, overrides: Mapping[str, ToolHints]
+) -> BaseTool:
+    """Make the LangChain tool of one MCP ``Tool`` of ``server``."""
+    annotations = item.annotations.model_dump(exclude_none=True) if item.annotations else None
+    metadata = marks(server.name, item.name, annotations, overrides)
+    if item.outputSchema:
+        try:  # a schema that cannot be checked safely is the server's to fix: left unchecked
+            metadata[OUTPUT_SCHEMA] = declared_schema(item.outputSchema, item.name)
+        except ValueError as exc:
+            warnings.warn(f"MCP server {server.name!r}: output not checked: {exc}", stacklevel=2)
+    remote = item.name
+    retry = bool(metadata[RETRY_ON_TIMEOUT])
+
+    async def acall(**arguments: Any) -> Any:
+        return await on_mcp_loop(_call(server, remote, arguments, retry))
+
+    def call(**arguments: Any) -> Any:
+        return wait_on_mcp_loop(_call(server, remote, arguments, retry))
+
+    schema = dict(item.inputSchema or {"type": "object", "properties": {}})
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return StructuredTool(
+        name=tool_name(prefix, item.name),
+        description=_description(item, server.name),
+        args_schema=schema,
+        func=call,
+        coroutine=acall,
+        metadata=metadata,
+    )
+
+
+def _description(item: Any, server: str) -> str:
+    title = item.annotations.title if item.annotations and item.annotations.title else None
+    text = item.description or title or item.name
+    return f"{text} (MCP server {server!r}, tool {item.name!r})"
+
+
+async def _call(server: Server, tool: str, arguments: dict[str, Any], idempotent: bool) -> Any:
+    """Call the tool on the MCP loop; return its result as JSON, or raise the step's error."""
+    from mcp.shared.exceptions import McpError
+
+    try:
+        result = await server.call(tool, arguments)
+    except ServerGone as exc:
+        if idempotent:  # declared safe to call again: the executor's retry opens a new session
+            raise TransientToolError(str(exc)) from None
+        raise ToolError(
+            f"{exc}; not retried: {tool} is not declared idempotent, and the call may have run"
+        ) from None
+    except McpError as exc:
+        raise ToolError(f"MCP server {server.name!r}: {cut(exc.error.message)}") from None
+    except (ToolError, TransientToolError):
+        raise
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # a malformed result, a result its output schema refuses, ...
+        raise ToolError(f"MCP server {server.name!r}, tool {tool}: {cut(str(exc))}") from None
+    return result_value(result, server.name, tool)
+
+
+def result_value(result: Any, server: str, tool: str) -> Any:
+    """Return a ``CallToolResult`` as the step's output; raise :class:`ToolError` on ``isError``."""
+    if result.isError:
+        message = _text(result.content) or "the tool reported an error with no message"
+        raise ToolError(f"MCP server {server!r}, tool {tool}: {cut(message)}")
+    if result.structuredContent is not None:
+        return result.structuredContent
+    return _text(result.content)
+
+
+def _text(blocks: Iterable[Any]) -> str:
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(block.resource.text)
+        elif kind in ("image", "audio"):
+            parts.append(f"[{kind} {block.mimeType}, {len(block.data) * 3 // 4} bytes]")
+        elif kind == "resource_link":
+            parts.append(f"[resource {block.uri}]")
+        elif kind == "resource":
+            parts.append(f"[resource {block.resource.uri}, {block.resource.mimeType or 'binary'}]")
+        else:
+            dump = getattr(block, "model_dump", None)
+            parts.append(json.dumps(dump(mode="json")) if dump else str(block))
+    return "\n".join(parts)
