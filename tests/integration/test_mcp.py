@@ -373,3 +373,31 @@ def test_mcp_output_schemas_feed_the_listing_the_plan_check_and_the_output_check
     )
     assert steps["2"]["status"] == "skipped"
     assert steps["3"]["output"]["words"] == 2
+
+
+def test_arguments_of_mcp_tools_are_checked_with_the_plan(registry):
+    """The server's input schema (JSON Schema, not a pydantic model) is checked before approval."""
+    from planexec.plan import PlanValidationError, validate_plan
+
+    def problems(*steps):
+        try:
+            validate_plan(plan_of(*steps), registry, max_steps=10)
+        except PlanValidationError as exc:
+            return exc.errors
+        return []
+
+    assert problems(step(1, "notes__read_note", {"titel": "todo"})) == [
+        "step 1: notes__read_note has no argument 'titel' (arguments: title)",
+        'step 1: notes__read_note argument args: "title" is a required property',
+    ]
+    assert problems(step(1, "notes__read_note", {"title": 3})) == [
+        'step 1: notes__read_note argument title: 3 is not of type "string"'
+    ]
+    # a referenced value is known only at run time, where its shape was checked already
+    assert (
+        problems(
+            step(1, "web__search", {"query": "x"}),
+            step(2, "notes__read_note", {"title": "$1.result"}),
+        )
+        == []
+    )

@@ -8,13 +8,23 @@ without one is described by :func:`tool_summary`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from planexec.plan.references import REFERENCE, iter_references
-from planexec.plan.shapes import ShapeError, Shapes, expand, fits, json_types, reach, type_text
+from planexec.plan.shapes import (
+    ShapeError,
+    Shapes,
+    expand,
+    fits,
+    json_types,
+    reach,
+    safe_validator,
+    type_text,
+)
 
 if TYPE_CHECKING:
     from planexec.plan import Step
@@ -123,7 +133,7 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
     """Check a tool step's arguments against its tool's schema, ignoring referenced values."""
     schema = tools.args_schema(tool)
     if schema is None:
-        return []
+        return _check_json_args(step, tools.args_json_schema(tool))
     fields = schema.model_fields
     errors = [
         f"step {step.id}: {step.tool} has no argument {name!r} "
@@ -141,6 +151,44 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
             where = ".".join(str(p) for p in err["loc"]) or "args"
             errors.append(f"step {step.id}: {step.tool} argument {where}: {err['msg']}")
     return errors
+
+
+def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
+    """Check arguments against a JSON Schema (an MCP tool's), ignoring referenced values.
+
+    Names the schema does not list are refused when it lists some (as for a pydantic schema);
+    a schema that cannot be checked safely (:func:`~planexec.plan.shapes.safe_validator`)
+    leaves the arguments to the tool.
+    """
+    properties = schema.get("properties") if schema is not None else None
+    if schema is None or not isinstance(properties, dict):
+        return []
+    errors = []
+    if schema.get("additionalProperties") in (None, False):
+        errors = [
+            f"step {step.id}: {step.tool} has no argument {name!r} "
+            f"(arguments: {', '.join(map(str, properties)) or 'none'})"
+            for name in step.args
+            if name not in properties
+        ]
+    deferred = {name for name, value in step.args.items() if any(iter_references(value))}
+    required = [r for r in schema.get("required") or [] if r not in deferred]
+    try:
+        validator = safe_validator(json.dumps({**schema, "required": required}, sort_keys=True))
+    except ValueError:
+        return errors  # the tool checks them when it runs
+    given = {k: v for k, v in step.args.items() if k not in deferred and k in properties}
+    for error in validator.iter_errors(given):
+        where = ".".join(map(str, error.instance_path)) or "args"
+        errors.append(f"step {step.id}: {step.tool} argument {where}: {_one_line(error.message)}")
+        if len(errors) >= 10:
+            break
+    return errors
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _check_step_tools(step: Step, tools: ToolRegistry) -> list[str]:

@@ -7,7 +7,9 @@ questions are asked of it, all here:
 * what does a reference's path (``$3.rows.0.name``) reach: :func:`reach`, which names the
   fields that exist when the path cannot be followed;
 * which JSON types can a value of a schema have: :func:`json_types` (with :func:`fits`);
-* how to show it to a planner or a reviewer in a line: :func:`compact`.
+* how to show it to a planner or a reviewer in a line: :func:`compact`;
+
+and values are checked against one (a tool's arguments, its outputs) by :func:`safe_validator`.
 
 Every answer errs towards "it may": a reference is refused only when no value the schema
 allows can have the path (a union may, ``{}`` may, an open object may), and a type only when
@@ -16,11 +18,14 @@ the two sets of types cannot meet (integers are numbers; a number may be an inte
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import jsonschema_rs
 
 Schema = Mapping[str, Any] | bool
 """A JSON Schema: an object, or ``true`` (anything) / ``false`` (nothing)."""
@@ -354,3 +359,26 @@ def _object_text(branch: Mapping[str, Any], root: Mapping[str, Any], depth: int)
     elif not fields:
         return "object"
     return "{" + ", ".join(fields) + "}"
+
+
+@functools.lru_cache(maxsize=512)
+def safe_validator(schema_text: str) -> jsonschema_rs.Validator:
+    """Return a validator of a JSON Schema (given as JSON text) that is safe to run on anything.
+
+    Its regular expressions run in linear time and no ``$ref`` outside the schema is ever
+    fetched. Raises ``ValueError`` when the schema cannot be checked so: not JSON Schema, a
+    ``$ref`` outside itself or to nothing, a pattern the linear-time engine cannot run.
+    """
+
+    def not_fetched(uri: str) -> Any:
+        raise ValueError(f"a $ref outside the schema is not fetched ({uri[:100]})")
+
+    try:
+        return jsonschema_rs.Draft202012Validator(
+            json.loads(schema_text),
+            retriever=not_fetched,
+            pattern_options=jsonschema_rs.RegexOptions(),
+        )
+    except Exception as exc:  # jsonschema-rs raises ValidationError, ReferencingError, ...
+        first = " ".join(str(exc).split("\n")[0].split())[:200]
+        raise ValueError(first) from None
