@@ -156,19 +156,3 @@ def build_graph(
     builder.set_finish_point("finalizer")
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     return admit(compiled).with_config(RUN_DEFAULTS)
-
-
-def served_tools() -> ToolRegistry | None:
-    """Return the served graph's tools: with ``$PLANEXEC_MCP_CONFIG``, its MCP servers' too.
-
-    None (the default tools) when it is not set. The servers' sessions open here, to list
-    their tools, and stay open for the process (:mod:`planexec.tools.mcp`).
-    """
-    if not os.environ.get("PLANEXEC_MCP_CONFIG", "").strip():
-        return None
-    from planexec.tools.mcp import registry_from_env
-
-    return registry_from_env()
-
-
-graph = build_graph(tools=served_tools())

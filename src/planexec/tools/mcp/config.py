@@ -36,6 +36,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -237,3 +238,20 @@ def _register_secrets(server: ServerConfig) -> None:
                 register_secret(credentials.strip())
     if server.url is not None:
         register_url_secrets(server.url)
+        for secret in url_tokens(server.url):
+            register_secret(secret)
+
+
+def url_tokens(url: str) -> list[str]:
+    """Return what in an MCP server's URL looks like a key: query values, token-like path parts.
+
+    Hosted MCP servers often take their key in the URL (``/mcp/sk-…`` or ``?api_key=…``); a
+    path part counts when it is long (16+ characters) or mixes letters and digits (10+).
+    """
+    parts = urlsplit(url)
+    found = [value for _, value in parse_qsl(parts.query) if len(value) >= 6]
+    for segment in filter(None, parts.path.split("/")):
+        mixed = any(c.isdigit() for c in segment) and any(c.isalpha() for c in segment)
+        if len(segment) >= 16 or (mixed and len(segment) >= 10):
+            found.append(segment)
+    return found

@@ -44,15 +44,16 @@ MAX_NAME = 64
 def tool_name(prefix: str, name: str) -> str:
     """Return a planexec name for a server's tool: ``prefix__name``, legal for every provider.
 
-    Characters other than letters, digits, ``_`` and ``-`` become ``_``; a name past 64
-    characters is cut and ends with a short hash of the whole, so two long names stay apart.
+    Characters other than letters, digits, ``_`` and ``-`` become ``_``, and then the name
+    ends with a short hash of the whole (``a.b`` and ``a_b`` stay apart); a name past 64
+    characters is cut and ends with that hash too.
     """
     whole = f"{prefix}__{name}" if prefix else name
     legal = re.sub(r"[^A-Za-z0-9_-]", "_", whole) or "_"
     if legal == whole and len(legal) <= MAX_NAME:
         return legal
     digest = hashlib.sha256(whole.encode()).hexdigest()[:8]
-    return f"{legal[: MAX_NAME - 9]}_{digest}" if len(legal) > MAX_NAME else legal
+    return f"{legal[: MAX_NAME - 9]}_{digest}"
 
 
 def marks(

@@ -63,7 +63,8 @@ class McpServers:
         found: dict[str, list[Any]] = {}
         for name, server in self.servers.items():
             try:
-                found[name] = wait_on_mcp_loop(server.list_tools(), server.timeout + 30)
+                # the session's start and each page are bounded by the server's timeout
+                found[name] = wait_on_mcp_loop(server.list_tools(), server.timeout * 3 + 10)
             except Exception as exc:
                 detail = (
                     str(exc)

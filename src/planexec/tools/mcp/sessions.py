@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Coroutine
@@ -27,11 +26,16 @@ from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
 from planexec.errors import ToolError, TransientToolError
+from planexec.guarantees.secrets import scrub_text
 from planexec.tools.mcp.config import ServerConfig
 
 T = TypeVar("T")
 STDERR_TAIL = 2000
 """Characters of a stdio server's last error output quoted when it exits."""
+STDERR_KEPT = 8192
+"""Bytes of a stdio server's error output kept (the rest is read and dropped)."""
+ABORT_GRACE = 2.0
+"""Seconds a session that did not start in time gets to end once cancelled."""
 CLOSE_TIMEOUT = 10.0
 """Seconds :meth:`McpServers.close` waits for sessions to close."""
 
@@ -108,6 +112,39 @@ def wait_on_mcp_loop(work: Coroutine[Any, Any, T], timeout: float | None = None)
         raise
 
 
+class ErrorTail:
+    """A stdio server's error output: a pipe whose last :data:`STDERR_KEPT` bytes are kept.
+
+    A thread reads the pipe as the server writes (so a chatty server never blocks on a full
+    pipe) and keeps only its tail, quoted when the server exits: nothing grows without bound.
+    The pipe lasts as long as its server's configuration (every session reuses it).
+    """
+
+    def __init__(self, server: str) -> None:
+        read_end, write_end = os.pipe()
+        self.file: TextIO = os.fdopen(write_end, "w", encoding="utf-8", errors="replace")
+        self._kept = bytearray()
+        self._lock = threading.Lock()
+        reader = threading.Thread(
+            target=self._read, args=(read_end,), name=f"planexec-mcp-stderr-{server}", daemon=True
+        )
+        reader.start()
+
+    def _read(self, fd: int) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := os.read(fd, 65536):
+                with self._lock:
+                    self._kept += chunk
+                    del self._kept[:-STDERR_KEPT]
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    def tail(self) -> str:
+        """Return the last of what the server wrote to its error output, stripped."""
+        with self._lock:
+            return self._kept.decode("utf-8", "replace").strip()
+
+
 class _Session:
     """One open session of one server: the task that owns its transport, and how it ended."""
 
@@ -130,7 +167,7 @@ class Server:
         self.timeout = config.planexec.timeout
         self._session: _Session | None = None
         self._lock: asyncio.Lock | None = None
-        self._errlog: TextIO | None = None
+        self._errlog: ErrorTail | None = None
         self.opened = 0
         """How many sessions this server has had opened (1 unless it went away)."""
 
@@ -157,10 +194,11 @@ class Server:
             try:
                 await asyncio.wait_for(asyncio.shield(ready), self.timeout)
             except TimeoutError:
-                await self._end(current)
+                ready.cancel()  # no one waits for how it ends now
+                await self._abort(current)
                 raise TransientToolError(
-                    f"{self._describe()} did not start within {self.timeout:g} s"
-                    + self._stderr_tail()
+                    f"{self._describe()} did not start (connect and initialize) within "
+                    f"{self.timeout:g} s" + self._stderr_tail()
                 ) from None
             except BaseException:
                 await self._end(current)
@@ -215,13 +253,11 @@ class Server:
 
             assert config.command is not None
             if self._errlog is None:
-                self._errlog = tempfile.TemporaryFile(  # noqa: SIM115 (kept for the server's life)
-                    "w+", encoding="utf-8", errors="replace"
-                )
+                self._errlog = ErrorTail(self.name)
             params = StdioServerParameters(
                 command=config.command, args=config.args, env=config.env, cwd=config.cwd
             )
-            read, write = await stack.enter_async_context(stdio_client(params, self._errlog))
+            read, write = await stack.enter_async_context(stdio_client(params, self._errlog.file))
             return read, write
         assert config.url is not None
         import httpx
@@ -246,16 +282,7 @@ class Server:
         return opened[0], opened[1]
 
     def _stderr_tail(self) -> str:
-        if self._errlog is None:
-            return ""
-        try:
-            self._errlog.flush()
-            self._errlog.seek(0, os.SEEK_END)
-            size = self._errlog.tell()
-            self._errlog.seek(max(0, size - STDERR_TAIL))
-            tail = self._errlog.read().strip()
-        except (OSError, ValueError):
-            return ""
+        tail = scrub_text(self._errlog.tail()) if self._errlog is not None else ""
         return f"; its last error output: {tail[-STDERR_TAIL:]}" if tail else ""
 
     async def call(
@@ -307,12 +334,24 @@ class Server:
         found: list[Any] = []
         cursor: str | None = None
         for _ in range(1000):
-            page = await client.list_tools(cursor=cursor)
+            try:
+                page = await asyncio.wait_for(client.list_tools(cursor=cursor), self.timeout)
+            except TimeoutError:
+                raise TransientToolError(
+                    f"{self._describe()} did not list its tools within {self.timeout:g} s"
+                ) from None
             found.extend(page.tools)
             cursor = page.nextCursor
             if not cursor:
                 break
         return found
+
+    async def _abort(self, state: _Session) -> None:
+        """End a session that is not open yet at once: its server did not answer in time."""
+        state.closing.set()
+        if state.task is not None and not state.task.done():
+            state.task.cancel()
+            await asyncio.wait({state.task}, timeout=ABORT_GRACE)
 
     async def close(self) -> None:
         """Close the session, if one is open (its stdio process ends)."""
@@ -335,7 +374,13 @@ class Server:
 
 
 class _Forward:
-    """The session's read stream, passed through: its end says the server went away."""
+    """The session's read stream, passed through: its end says the server went away.
+
+    A JSON-RPC message the client could not read (a lone surrogate, nesting too deep, a
+    result of the wrong shape) ends the session: the stream can no longer be trusted, and a
+    call whose reply it was would otherwise wait for its time limit. A line that is no
+    JSON-RPC at all (a server's stray print) is skipped.
+    """
 
     def __init__(self, source: Any, state: _Session) -> None:
         import anyio
@@ -349,6 +394,14 @@ class _Forward:
         try:
             async with self.sink:
                 async for message in self.source:
+                    if isinstance(message, Exception):  # a line the client could not read
+                        if not _meant_as_message(message):
+                            continue  # a stray line (a print to stdout): skipped, as MCP does
+                        self.state.reason = (
+                            f"sent a message that is not valid MCP ({type(message).__name__}); "
+                            "its session was closed"
+                        )
+                        return  # the calls waiting on it fail now, not at their time limit
                     await self.sink.send(message)
             if not self.state.closing.is_set() and not self.state.reason:
                 self.state.reason = "exited (its connection closed)"
@@ -361,6 +414,21 @@ class _Forward:
         finally:
             if not self.state.closing.is_set():
                 self.state.gone.set()
+
+
+def _meant_as_message(exc: Exception) -> bool:
+    """Say whether an unreadable line was meant as a JSON-RPC message (not a stray print)."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return True  # undecodable bytes and the like: the stream itself is broken
+    for error in exc.errors(include_url=False):
+        given = error.get("input")
+        if isinstance(given, dict) and "jsonrpc" in given:
+            return True
+        if isinstance(given, str) and '"jsonrpc"' in given[:200]:
+            return True
+    return False
 
 
 def _connection_closed(exc: BaseException | None) -> bool:
@@ -390,5 +458,5 @@ def error_text(exc: BaseException) -> str:
     exc = first_error(exc)
     if isinstance(exc, asyncio.CancelledError):
         return "cancelled"
-    text = str(exc).strip()
+    text = scrub_text(str(exc).strip())  # an HTTP error quotes the URL, which may hold a key
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

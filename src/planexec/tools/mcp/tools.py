@@ -54,7 +54,8 @@ def mcp_tools(servers: McpServers) -> list[BaseTool]:
             tool_ = make_tool(server, item, prefix, options.tools)
             if tool_.name in made:
                 raise ConfigurationError(
-                    f"two MCP tools would be named {tool_.name}: give a server a planexec.prefix"
+                    f"two MCP tools would be named {tool_.name}: give one of their servers "
+                    "another planexec.prefix"
                 )
             made[tool_.name] = tool_
     return list(made.values())
