@@ -38,7 +38,6 @@ import concurrent.futures
 import contextlib
 import email.utils
 import math
-import os
 import queue
 import re
 import sys
@@ -61,6 +60,7 @@ from langchain_core.runnables import Runnable
 
 from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
 from planexec.runtime import workers
+from planexec.runtime.daemon_loop import DaemonLoop
 
 MAX_TRIES = 3
 """Most requests one model call makes for errors that may pass (within its deadline)."""
@@ -99,50 +99,6 @@ class Request:
 # --- the model loop ---------------------------------------------------------------------------
 
 
-class _ModelLoop:
-    """An event loop on a daemon thread, made once per process (again after a fork)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    def get(self) -> asyncio.AbstractEventLoop:
-        """Return the model loop, made (again) if this process has none running."""
-        loop, thread = self._loop, self._thread
-        if (
-            loop is not None
-            and thread is not None
-            and thread.is_alive()
-            and self._pid == os.getpid()
-        ):
-            return loop  # the common case: no lock
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-                thread = threading.Thread(
-                    target=self._run, args=(loop, ready), name="planexec-models", daemon=True
-                )
-                thread.start()
-                ready.wait()
-                self._loop, self._thread, self._pid = loop, thread, os.getpid()
-            assert self._loop is not None
-            return self._loop
-
-    @staticmethod
-    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
-        asyncio.set_event_loop(loop)
-        loop.set_default_executor(_DaemonThreads())
-        loop.call_soon(ready.set)
-        while True:  # an exit raised by a callback ends that callback, never the loop
-            try:
-                loop.run_forever()
-            except BaseException:  # its caller was told (see _produce)
-                continue
-
-
 class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
     """The model loop's executor (a sync-only model's calls): planexec's daemon workers.
 
@@ -167,7 +123,7 @@ class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
-_MODEL_LOOP = _ModelLoop()
+_MODEL_LOOP = DaemonLoop("planexec-models", executor=_DaemonThreads)
 
 Event = tuple[str, Any]
 """What a request on the model loop reports: ("chunk", c), ("whole", m), ("end", None), or

@@ -135,12 +135,7 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
     if schema is None:
         return _check_json_args(step, tools.args_json_schema(tool))
     fields = schema.model_fields
-    errors = [
-        f"step {step.id}: {step.tool} has no argument {name!r} "
-        f"(arguments: {', '.join(fields) or 'none'})"
-        for name in step.args
-        if name not in fields
-    ]
+    errors = _unknown_arguments(step, list(fields))
     deferred = {name for name, value in step.args.items() if any(iter_references(value))}
     try:
         schema.model_validate({k: v for k, v in step.args.items() if k in fields})
@@ -153,6 +148,16 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
     return errors
 
 
+def _unknown_arguments(step: Step, names: list[str]) -> list[str]:
+    """Name each argument of a step its tool does not take (``names``: those it takes)."""
+    known = ", ".join(names) or "none"
+    return [
+        f"step {step.id}: {step.tool} has no argument {name!r} (arguments: {known})"
+        for name in step.args
+        if name not in names
+    ]
+
+
 def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
     """Check arguments against a JSON Schema (an MCP tool's), ignoring referenced values.
 
@@ -163,14 +168,8 @@ def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
     properties = schema.get("properties") if schema is not None else None
     if schema is None or not isinstance(properties, dict):
         return []
-    errors = []
-    if schema.get("additionalProperties") in (None, False):
-        errors = [
-            f"step {step.id}: {step.tool} has no argument {name!r} "
-            f"(arguments: {', '.join(map(str, properties)) or 'none'})"
-            for name in step.args
-            if name not in properties
-        ]
+    closed = schema.get("additionalProperties") in (None, False)
+    errors = _unknown_arguments(step, list(map(str, properties))) if closed else []
     deferred = {name for name, value in step.args.items() if any(iter_references(value))}
     required = [r for r in schema.get("required") or [] if r not in deferred]
     try:

@@ -27,6 +27,7 @@ from typing import Any, TextIO, TypeVar
 
 from planexec.errors import ToolError, TransientToolError
 from planexec.guarantees.secrets import scrub_text
+from planexec.runtime.daemon_loop import DaemonLoop
 from planexec.tools.mcp.config import ServerConfig
 
 T = TypeVar("T")
@@ -46,49 +47,7 @@ class ServerGone(ToolError):
     """An MCP server exited or dropped its connection while a call waited on it."""
 
 
-class _Loop:
-    """The MCP loop: an event loop on a daemon thread, made once per process (again after fork)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._pid = 0
-
-    def get(self) -> asyncio.AbstractEventLoop:
-        loop, thread = self._loop, self._thread
-        alive = loop is not None and thread is not None and thread.is_alive()
-        if alive and self._pid == os.getpid():
-            assert loop is not None
-            return loop
-        with self._lock:
-            if self._thread is None or not self._thread.is_alive() or self._pid != os.getpid():
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
-                thread = threading.Thread(
-                    target=self._run, args=(loop, ready), name="planexec-mcp", daemon=True
-                )
-                thread.start()
-                ready.wait()
-                self._loop, self._thread, self._pid = loop, thread, os.getpid()
-            assert self._loop is not None
-            return self._loop
-
-    @staticmethod
-    def _run(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
-        asyncio.set_event_loop(loop)
-        loop.call_soon(ready.set)
-        while True:  # an exit raised by a callback ends that callback, never the loop
-            try:
-                loop.run_forever()
-            except BaseException:
-                continue
-
-    def pid(self) -> int:
-        return self._pid
-
-
-_LOOP = _Loop()
+_LOOP = DaemonLoop("planexec-mcp")
 
 
 def mcp_loop_pid() -> int:
