@@ -388,10 +388,11 @@ def test_arguments_of_mcp_tools_are_checked_with_the_plan(registry):
 
     assert problems(step(1, "notes__read_note", {"titel": "todo"})) == [
         "step 1: notes__read_note has no argument 'titel' (arguments: title)",
-        'step 1: notes__read_note argument args: "title" is a required property',
+        'step 1: notes__read_note: at its arguments: the required field "title" is missing; '
+        "got an object (0 fields)",
     ]
     assert problems(step(1, "notes__read_note", {"title": 3})) == [
-        'step 1: notes__read_note argument title: 3 is not of type "string"'
+        "step 1: notes__read_note: at title: expected string; got 3"
     ]
     # a referenced value is known only at run time, where its shape was checked already
     assert (

@@ -67,6 +67,8 @@ def test_keys_in_a_server_url_are_secrets_and_never_quoted():
         "sk-ak-QUERYSECRET999",
     ]
     assert url_tokens("https://h.example/v1/mcp") == []
+    words = "https://api.example.com/organizations/production-server-eu?region=europe&mode=on"
+    assert url_tokens(words) == []  # words are not secrets: they would vanish from every output
     with http_server("web") as url:
         wrong = url.replace("/mcp", "/mcp/sk-ak-QUERYSECRET999/?api_key=QUERYSECRET888")
         servers = McpServers(load_mcp_config({"mcpServers": {"web": {"url": wrong}}}))

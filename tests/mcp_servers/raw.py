@@ -56,7 +56,8 @@ def main() -> None:
         elif method == "tools/call":
             name = message["params"]["name"]
             if name == "stray_then_ok":
-                send(b"debug: a print that is not a message")
+                send(b'debug: handling {"jsonrpc": "2.0", "method": "tools/call"}')
+                send(b'{"log": "a JSON line that is no message"}')
             if name == "surrogate":
                 head = json.dumps({"jsonrpc": "2.0", "id": request_id}).encode()[:-1]
                 send(head + b', "result": {"content": [{"type": "text", "text": "a\\ud800"}]}}')

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from langchain_core.tools import tool
+from langchain_core.tools import StructuredTool, tool
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
@@ -91,7 +91,7 @@ def test_a_remote_or_dangling_ref_is_refused_at_registration_never_fetched():
 
 
 def test_a_schema_that_is_not_json_schema_or_a_pattern_that_could_backtrack_is_refused():
-    with pytest.raises(ValueError, match="not a valid JSON Schema"):
+    with pytest.raises(ValueError, match="cannot be checked"):
         registry({"type": "objectx"})
     with pytest.raises(ValueError, match="cannot be checked"):
         registry({"type": "string", "pattern": "(?=a)b"})  # lookaround: not linear time
@@ -219,3 +219,68 @@ def test_checking_a_big_output_costs_less_than_storing_it():
     started = time.perf_counter()
     check_output(tools.get("src"), rows)
     assert time.perf_counter() - started < 1.0
+
+
+def test_a_remote_meta_schema_is_never_fetched_and_older_drafts_are_read_as_theirs():
+    with pytest.raises(ValueError, match="cannot be checked"):
+        registry({"$schema": "http://127.0.0.1:9/meta.json", "type": "object"})
+    draft7 = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "array",
+        "items": [{"type": "string"}, {"type": "integer"}],
+    }
+    tools = registry(draft7)
+    check_output(tools.get("src"), ["a", 1])
+    with pytest.raises(ToolOutputError, match="at 1: expected integer"):
+        check_output(tools.get("src"), ["a", "b"])
+
+
+def test_a_property_named_like_a_keyword_is_still_a_number_that_may_be_null():
+    tools = registry({"type": "object", "properties": {"default": {"type": "number"}}})
+    check_output(tools.get("src"), {"default": None})  # NaN, as stored
+
+
+def test_no_failure_message_quotes_a_key_or_a_value():
+    secret = "sk-supersecret-123456"
+    closed = registry({"type": "object", "additionalProperties": False})
+    with pytest.raises(ToolOutputError) as caught:
+        check_output(closed.get("src"), {secret: 1})
+    assert secret not in str(caught.value)
+    tools = ToolRegistry()
+    tools.register(use_json_args)
+    plan = {"goal": "g", "steps": [{"id": 1, "tool": "use_json_args", "args": {"n": secret}}]}
+    with pytest.raises(PlanValidationError) as refused_plan:
+        validate_plan(plan, tools, max_steps=5)
+    assert secret not in str(refused_plan.value)
+    assert "at n: expected integer; got a string (21 characters)" in str(refused_plan.value)
+
+
+def _json_args(**_: Any) -> str:
+    return "ok"
+
+
+use_json_args = StructuredTool(
+    name="use_json_args",
+    description="Take arguments described by a JSON Schema, as an MCP tool does.",
+    args_schema={
+        "type": "object",
+        "properties": {"n": {"type": "integer"}, "a": {"type": "string"}, "b": {}},
+        "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+        "minProperties": 1,
+        "dependentRequired": {"b": ["a"]},
+    },
+    func=_json_args,
+)
+
+
+def test_json_schema_arguments_given_by_reference_are_checked_one_by_one():
+    tools = ToolRegistry([use])
+    tools.register(use_json_args)
+    plan = {
+        "goal": "g",
+        "steps": [
+            {"id": 1, "tool": "use", "args": {"s": "x"}},
+            {"id": 2, "tool": "use_json_args", "args": {"a": "$1", "b": "x"}},
+        ],
+    }
+    validate_plan(plan, tools, max_steps=5)  # anyOf, minProperties, dependentRequired: later

@@ -19,6 +19,7 @@ from planexec.plan.shapes import (
     ShapeError,
     Shapes,
     expand,
+    failure_text,
     fits,
     json_types,
     reach,
@@ -171,23 +172,23 @@ def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
     closed = schema.get("additionalProperties") in (None, False)
     errors = _unknown_arguments(step, list(map(str, properties))) if closed else []
     deferred = {name for name, value in step.args.items() if any(iter_references(value))}
-    required = [r for r in schema.get("required") or [] if r not in deferred]
+    if deferred:  # what keys are present is known only at run time: each argument alone
+        required = [r for r in schema.get("required") or [] if r not in deferred]
+        shared: dict[str, Any] = {
+            k: schema[k] for k in ("$schema", "$defs", "definitions") if k in schema
+        }
+        schema = {**shared, "type": "object", "properties": properties, "required": required}
     try:
-        validator = safe_validator(json.dumps({**schema, "required": required}, sort_keys=True))
+        validator = safe_validator(json.dumps(schema, sort_keys=True))
     except ValueError:
         return errors  # the tool checks them when it runs
     given = {k: v for k, v in step.args.items() if k not in deferred and k in properties}
     for error in validator.iter_errors(given):
-        where = ".".join(map(str, error.instance_path)) or "args"
-        errors.append(f"step {step.id}: {step.tool} argument {where}: {_one_line(error.message)}")
+        said = failure_text(error).replace("the whole value", "its arguments", 1)
+        errors.append(f"step {step.id}: {step.tool}: {said}")
         if len(errors) >= 10:
             break
     return errors
-
-
-def _one_line(text: str, limit: int = 200) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _check_step_tools(step: Step, tools: ToolRegistry) -> list[str]:

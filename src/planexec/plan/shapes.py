@@ -365,16 +365,18 @@ def _object_text(branch: Mapping[str, Any], root: Mapping[str, Any], depth: int)
 def safe_validator(schema_text: str) -> jsonschema_rs.Validator:
     """Return a validator of a JSON Schema (given as JSON text) that is safe to run on anything.
 
-    Its regular expressions run in linear time and no ``$ref`` outside the schema is ever
-    fetched. Raises ``ValueError`` when the schema cannot be checked so: not JSON Schema, a
-    ``$ref`` outside itself or to nothing, a pattern the linear-time engine cannot run.
+    The draft is the one its ``$schema`` names (2020-12 when it names none; draft 4, 6, 7
+    and 2019-09 too, from bundled meta-schemas). Its regular expressions run in linear time
+    and nothing is ever fetched: neither a remote ``$ref`` nor a remote ``$schema``. Raises
+    ``ValueError`` when the schema cannot be checked so: not JSON Schema of its draft, a
+    reference outside itself or to nothing, a pattern the linear-time engine cannot run.
     """
 
     def not_fetched(uri: str) -> Any:
         raise ValueError(f"a $ref outside the schema is not fetched ({uri[:100]})")
 
     try:
-        return jsonschema_rs.Draft202012Validator(
+        return jsonschema_rs.validator_for(
             json.loads(schema_text),
             retriever=not_fetched,
             pattern_options=jsonschema_rs.RegexOptions(),
@@ -382,3 +384,56 @@ def safe_validator(schema_text: str) -> jsonschema_rs.Validator:
     except Exception as exc:  # jsonschema-rs raises ValidationError, ReferencingError, ...
         first = " ".join(str(exc).split("\n")[0].split())[:200]
         raise ValueError(first) from None
+
+
+LIMIT_KEYWORDS = frozenset(
+    {
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "minProperties",
+        "maxProperties",
+    }
+)
+"""Keywords whose detail is a number of the schema's own (safe to show)."""
+
+
+def failure_text(error: Any) -> str:
+    """Say where a value failed its schema and what the schema wanted, never the value.
+
+    ``error`` is a jsonschema-rs ``ValidationError``. A value (or an object's keys) may be
+    long, or hold a secret: the message names the place, the keyword and, for a type, a
+    required field or a limit, what the schema itself says, and the kind of value that came.
+    """
+    where = ".".join(map(str, error.instance_path)) or "the whole value"
+    kind = error.kind
+    name = str(getattr(kind, "name", "")) or "schema"
+    detail: dict[str, Any] = getattr(kind, "as_dict", dict)()
+    if name == "required":
+        wanted = f"the required field {json.dumps(detail.get('property'))[:80]} is missing"
+    elif name == "type":
+        wanted = "expected " + " or ".join(map(str, detail.get("types", [])))[:80]
+    elif name in LIMIT_KEYWORDS and isinstance(detail.get("limit"), int | float):
+        wanted = f"{name} {detail['limit']}"
+    else:
+        wanted = f"does not satisfy {name}"
+    return f"at {where}: {wanted}; got {kind_of(error.instance)}"
+
+
+def kind_of(value: object) -> str:
+    """Describe a value by its kind and size, not its content."""
+    if value is None or isinstance(value, bool | int | float):
+        return json.dumps(value)
+    if isinstance(value, str):
+        return f"a string ({len(value)} characters)"
+    if isinstance(value, list):
+        return f"a list ({len(value)} items)"
+    if isinstance(value, dict):
+        return f"an object ({len(value)} fields)"
+    return type(value).__name__

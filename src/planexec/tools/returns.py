@@ -31,7 +31,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
 from planexec.errors import ToolError
-from planexec.plan.shapes import safe_validator
+from planexec.plan.shapes import failure_text, safe_validator
 
 OUTPUT_SCHEMA = "output_schema"
 """Tool metadata key: the JSON Schema of the tool's output (set at registration)."""
@@ -39,6 +39,10 @@ MAX_SCHEMA_CHARS = 200_000
 """Largest output schema kept, as JSON text (a bigger one is refused at registration)."""
 VALUE_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
 """Keywords whose values are data, not schemas (left as they are)."""
+NAMED_SCHEMAS = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
+)
+"""Keywords whose values map names (any names) to schemas."""
 
 
 class ToolOutputError(ToolError):
@@ -126,8 +130,6 @@ def _checked(schema: dict[str, Any], tool_name: str) -> dict[str, Any]:
             f"{tool_name}: the output schema is {len(text)} characters; at most "
             f"{MAX_SCHEMA_CHARS} are kept"
         )
-    if not jsonschema_rs.meta.is_valid(schema):
-        raise ValueError(f"{tool_name}: the output schema is not a valid JSON Schema")
     try:
         _validator(text)
     except ValueError as exc:
@@ -155,10 +157,9 @@ def check_output(tool_: BaseTool, value: Any) -> None:
     if validator.is_valid(value):
         return
     error = next(iter(validator.iter_errors(value)))
-    where = ".".join(map(str, error.instance_path)) or "the whole output"
     raise ToolOutputError(
         f"{tool_.name} returned an output that does not match its declared output schema: "
-        f"at {where}: {_expected(error.kind)}; got {_kind_of(error.instance)}"
+        + failure_text(error).replace("the whole value", "the whole output", 1)
     )
 
 
@@ -169,40 +170,26 @@ def _validator(schema_text: str) -> jsonschema_rs.Validator:
 
 
 def _nullable_numbers(schema: Any) -> Any:
-    """Let every ``number`` of a schema be null too (stored outputs hold NaN as null)."""
+    """Let every ``number`` of a schema be null too (stored outputs hold NaN as null).
+
+    Only schemas are rewritten: values (``const``, ``enum``, ``default``, ``examples``) stay as
+    they are, and the names under ``properties`` or ``$defs`` are names, not keywords.
+    """
     if isinstance(schema, list):
         return [_nullable_numbers(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: v if k in VALUE_KEYWORDS else _nullable_numbers(v) for k, v in schema.items()}
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in VALUE_KEYWORDS:
+            out[key] = value
+        elif key in NAMED_SCHEMAS and isinstance(value, dict):
+            out[key] = {name: _nullable_numbers(sub) for name, sub in value.items()}
+        else:
+            out[key] = _nullable_numbers(value)
     said = out.get("type")
     if said == "number":
         out["type"] = ["number", "null"]
     elif isinstance(said, list) and "number" in said and "null" not in said:
         out["type"] = [*said, "null"]
     return out
-
-
-def _expected(kind: Any) -> str:
-    """Say what the schema wanted (its own words: names, types, limits), cut short."""
-    name = str(getattr(kind, "name", "")) or "a valid value"
-    detail: dict[str, Any] = getattr(kind, "as_dict", dict)()
-    if name == "required":
-        return f"the required field {json.dumps(detail.get('property'))[:80]} is missing"
-    if name == "type":
-        return "expected " + " or ".join(map(str, detail.get("types", [])))[:80]
-    said = json.dumps(detail, default=str, ensure_ascii=False)
-    return f"{name} {said if len(said) <= 120 else said[:119] + '…'}"
-
-
-def _kind_of(value: object) -> str:
-    """Describe a value by its kind and size, not its content."""
-    if value is None or isinstance(value, bool | int | float):
-        return json.dumps(value)
-    if isinstance(value, str):
-        return f"a string ({len(value)} characters)"
-    if isinstance(value, list):
-        return f"a list ({len(value)} items)"
-    if isinstance(value, dict):
-        return f"an object ({len(value)} fields)"
-    return type(value).__name__

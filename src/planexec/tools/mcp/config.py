@@ -223,6 +223,10 @@ def _expand(text: str, field: str) -> str:
     return VARIABLE.sub(value, text)
 
 
+URL_KEY_NAMES = frozenset({"key", "apikey", "api_key", "sig", "signature", "code", "access"})
+"""Query parameter names that carry a key though the environment's rule does not name them."""
+
+
 def _register_secrets(server: ServerConfig) -> None:
     """Register the secrets a server's entry holds, by the environment's own naming rule."""
     for name, value in (server.env or {}).items():
@@ -243,15 +247,22 @@ def _register_secrets(server: ServerConfig) -> None:
 
 
 def url_tokens(url: str) -> list[str]:
-    """Return what in an MCP server's URL looks like a key: query values, token-like path parts.
+    """Return what in an MCP server's URL is a key: key-named query values, random path parts.
 
-    Hosted MCP servers often take their key in the URL (``/mcp/sk-…`` or ``?api_key=…``); a
-    path part counts when it is long (16+ characters) or mixes letters and digits (10+).
+    Hosted MCP servers often take their key in the URL (``/mcp/sk-ak-3f9…`` or
+    ``?api_key=…``). A query value counts when its name marks a secret (the environment's
+    rule: ``key``, ``token``, ``secret``, ``auth``…); a path part when it mixes letters and
+    digits over 12+ characters. Words (``europe``, ``production-server-eu``) are not secrets:
+    registered, they would be redacted from every plan and output.
     """
     parts = urlsplit(url)
-    found = [value for _, value in parse_qsl(parts.query) if len(value) >= 6]
+    found = [
+        value
+        for name, value in parse_qsl(parts.query)
+        if SECRET_NAME.search(name) or name.lower() in URL_KEY_NAMES
+    ]
     for segment in filter(None, parts.path.split("/")):
-        mixed = any(c.isdigit() for c in segment) and any(c.isalpha() for c in segment)
-        if len(segment) >= 16 or (mixed and len(segment) >= 10):
+        digits = sum(c.isdigit() for c in segment)
+        if len(segment) >= 12 and digits >= 2 and any(c.isalpha() for c in segment):
             found.append(segment)
     return found

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -35,7 +36,7 @@ STDERR_TAIL = 2000
 """Characters of a stdio server's last error output quoted when it exits."""
 STDERR_KEPT = 8192
 """Bytes of a stdio server's error output kept (the rest is read and dropped)."""
-ABORT_GRACE = 2.0
+ABORT_GRACE = 0.5
 """Seconds a session that did not start in time gets to end once cancelled."""
 CLOSE_TIMEOUT = 10.0
 """Seconds :meth:`McpServers.close` waits for sessions to close."""
@@ -383,9 +384,14 @@ def _meant_as_message(exc: Exception) -> bool:
         return True  # undecodable bytes and the like: the stream itself is broken
     for error in exc.errors(include_url=False):
         given = error.get("input")
+        if isinstance(given, str):
+            try:
+                given = json.loads(given)
+            except RecursionError:  # nested too deep to read: was it a message?
+                return bool(str(error.get("input")).lstrip().startswith('{"jsonrpc"'))
+            except ValueError:
+                continue  # not JSON: a print
         if isinstance(given, dict) and "jsonrpc" in given:
-            return True
-        if isinstance(given, str) and '"jsonrpc"' in given[:200]:
             return True
     return False
 

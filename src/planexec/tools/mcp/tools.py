@@ -70,7 +70,7 @@ def make_tool(
     if item.outputSchema:
         try:  # a schema that cannot be checked safely is the server's to fix: left unchecked
             metadata[OUTPUT_SCHEMA] = declared_schema(item.outputSchema, item.name)
-        except ValueError as exc:
+        except Exception as exc:  # whatever a server's schema does, the tool stays usable
             warnings.warn(f"MCP server {server.name!r}: output not checked: {exc}", stacklevel=2)
     remote = item.name
     retry = bool(metadata[RETRY_ON_TIMEOUT])
