@@ -1,8 +1,8 @@
 """Wiring of the planexec graph: planner → approval → executor → evaluator ⇄ replanner → finalizer.
 
-``graph`` (compiled without a checkpointer) is what ``langgraph.json`` serves, with the tools
-of the MCP servers ``$PLANEXEC_MCP_CONFIG`` names if it is set; Python callers use
-``build_graph(checkpointer=..., tools=...)``.
+Python callers use ``build_graph(checkpointer=..., tools=...)``. What ``langgraph.json`` serves
+(compiled without a checkpointer, with the tools of the MCP servers ``$PLANEXEC_MCP_CONFIG``
+names) is :data:`planexec.served.graph`: importing this module builds and starts nothing.
 """
 
 from __future__ import annotations
