@@ -6,7 +6,9 @@ openai:gpt-4.1, $2 / $8 per million tokens in / out) writes the right plan for e
 the cheap model (openai:gpt-4.1-mini, $0.40 / $1.60) adapts a remembered plan when asked. Each
 task runs to its end (its plan approved at once, as a script would), one after another; with
 memory the graph has an in-memory store, without it has none. Printed: planner calls, prompt
-tokens, model cost, planning time (task given to plan shown for approval), runs succeeded.
+tokens, model cost, planning time (task given to plan shown for approval), runs succeeded; and
+for each task memory adapted, its adaptation prompt's tokens next to the planner's prompt for
+the same task (without memory), and their ratio: adapting must cost less than planning.
 Run: python bench/plan_memory.py
 """
 
@@ -137,6 +139,10 @@ def workspace() -> None:
 ROLE_PRICES = {"planner": "bench-planner", "replanner": "bench-planner", "memory": "bench-cheap"}
 
 
+PROMPTS: dict[tuple[bool, str, str], int] = {}
+"""Prompt tokens per (memory on, task, role): the adaptation's next to planning's, per task."""
+
+
 async def run_all(memory: bool) -> dict[str, float]:
     """Run every task; return planner calls, prompt tokens, cost, planning time, successes."""
     store = InMemoryStore() if memory else None
@@ -144,7 +150,7 @@ async def run_all(memory: bool) -> dict[str, float]:
     ctx = Context(
         planner_model="openai:bench-planner",
         executor_model="openai:bench-cheap",
-        workspace=WORKSPACE,
+        shared_folder=WORKSPACE,
         plan_memory=memory,
     )
     totals = {"planner calls": 0.0, "cheap calls": 0.0, "prompt tokens": 0.0, "cost": 0.0}
@@ -162,6 +168,7 @@ async def run_all(memory: bool) -> dict[str, float]:
                 used["input_tokens"] * price_in + used["output_tokens"] * price_out
             ) / 1e6
             totals["prompt tokens"] += used["input_tokens"]
+            PROMPTS[(memory, task, role)] = used["input_tokens"]
             totals["planner calls" if role in ("planner", "replanner") else "cheap calls"] += used[
                 "calls"
             ]
@@ -190,6 +197,16 @@ async def main() -> None:
             rows,
         )
     )  # fmt: skip
+    adapted = [task for (on, task, role) in PROMPTS if on and role == "memory"]
+    for task in adapted:
+        adapting, planning = PROMPTS[(True, task, "memory")], PROMPTS[(False, task, "planner")]
+        print(
+            f"similar path, {task!r}: adaptation prompt {adapting:,} tokens, planning prompt "
+            f"{planning:,} tokens: ratio {adapting / planning:.2f}"
+        )
+    for task in (t for t in tasks() if t.startswith("Please") and t not in adapted):
+        how = "planned fresh" if (True, task, "planner") in PROMPTS else "same shape, no call"
+        print(f"worded otherwise, {task!r}: {how}")
     less_cost = 100 * (1 - with_memory["cost"] / without["cost"])
     less_time = 100 * (1 - with_memory["planning"] / without["planning"])
     print(

@@ -112,7 +112,7 @@ async def timed_run(
     ctx = Context(
         planner_model="openai:bench-planner",
         executor_model="openai:bench-executor",
-        workspace=WORKSPACE,
+        shared_folder=WORKSPACE,
         approval=approval,  # type: ignore[arg-type]
     )
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}

@@ -51,7 +51,7 @@ def workspace_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def workspace(workspace_root: Path) -> Path:
-    """The folder of the shared workspace named ``ws`` (what ``ctx()`` names), with sales.csv."""
+    """The shared folder named ``ws`` (what ``ctx()`` names), with sales.csv."""
     root = Sandbox.at(workspace_root).workspace_path(WORKSPACE_NAME, None)
     root.mkdir(parents=True)
     shutil.copy(EXAMPLES / "sales.csv", root / "sales.csv")
@@ -77,14 +77,14 @@ def use_models(monkeypatch: pytest.MonkeyPatch) -> Callable[..., dict[str, Scrip
 
 @pytest.fixture
 def ctx(workspace: Path) -> Callable[..., Context]:
-    """Build a Context using the scripted test models and the test workspace (by its name)."""
+    """Build a Context using the scripted test models and the test shared folder (by its name)."""
 
     def make(**overrides: Any) -> Context:
         base: dict[str, Any] = dict(
             planner_model="test:planner",
             executor_model="test:executor",
             evaluator_model="test:evaluator",
-            workspace=WORKSPACE_NAME,
+            shared_folder=WORKSPACE_NAME,
             retry_initial_interval=0.01,
         )
         base.update(overrides)

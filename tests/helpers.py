@@ -153,7 +153,7 @@ def scenario_outcome(plan: dict[str, Any], tools: Any, mode: str) -> dict[str, A
         planner_model="test:planner",
         executor_model="test:executor",
         evaluator_model="test:evaluator",
-        workspace="ws",
+        shared_folder="ws",
         max_replans=0,
         step_max_attempts=1,
     )
@@ -219,6 +219,11 @@ def always_fails(reason: str = "broken") -> str:
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
+
+
+for _harmless in (swallows, sleep_for, async_sleep_for, always_fails, echo):
+    # declared harmless (a tool that declares nothing counts as side-effecting)
+    _harmless.metadata = {**(_harmless.metadata or {}), "side_effects": False}
 
 
 def scratch_folder(prefix: str) -> str:

@@ -5,6 +5,8 @@
 tool call arguments in pieces; ``refuses_stream(body)`` true: whole all the same, as servers
 that cannot stream answer). ``Pace`` makes it as slow as a real model: a delay before the
 first token, then a delay per output token (tokens counted with ``count_tokens``).
+``serve(Canned(replies))`` answers from canned replies in the scripted model's format, by
+matching the request or in order (:class:`Canned`): the same reply file as ``scripted:PATH``.
 
 ``behave(body, n)`` (``n``: the request's number, from 0) makes a request misbehave the way real
 providers and serving stacks do (:class:`Behaviour`): cut replies with a finish reason or none,
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import http.server
 import json
+import os
 import re
 import socket
 import sys
@@ -24,8 +27,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from planexec.llm.scripted import ScriptedReply
 from tests.servers import free_port
 
 Reply = Callable[[dict[str, Any]], dict[str, Any]]
@@ -90,6 +95,57 @@ def tool_call_message(
     call = {"id": "call_1", "type": "function", "function": {"name": name, "arguments": ""}}
     call["function"]["arguments"] = json.dumps(args, separators=separators, ensure_ascii=False)
     return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+class Canned:
+    """A ``reply`` for :func:`serve` that answers from canned replies, as the scripted model does.
+
+    ``Canned(replies)`` takes planexec's scripted-model reply format (a list of
+    ``{"content": text, "tool_calls": [{"name": ..., "args": {...}}], "match": regex}``, or a
+    file holding that list or ``{"replies": [...]}``; see :mod:`planexec.llm.scripted`), so one
+    reply file serves ``scripted:PATH`` offline and this server alike. A request is answered
+    by the first reply whose ``match`` is found in its messages' text (each message's content,
+    then its tool calls as JSON), as often as it matches; else by the next reply without a
+    ``match``, each once. A reply calls at most one tool (the first). A request nothing answers
+    gets an empty text reply and is kept in :attr:`unanswered` (its last 300 characters).
+    """
+
+    def __init__(self, replies: str | os.PathLike[str] | list[dict[str, Any]]) -> None:
+        """Read the replies (a list, or the path of a reply file)."""
+        if isinstance(replies, str | os.PathLike):
+            data = json.loads(Path(replies).read_text(encoding="utf-8"))
+            replies = data["replies"] if isinstance(data, dict) else data
+        self.replies = [ScriptedReply.model_validate(r) for r in replies]
+        self.unanswered: list[str] = []
+        self._cursor = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Answer one request's body with an assistant message."""
+        prompt = "\n".join(_message_text(m) for m in body.get("messages", []))
+        with self._lock:
+            reply = next(
+                (r for r in self.replies if r.match and re.search(r.match, prompt, re.DOTALL)),
+                None,
+            )
+            while reply is None and self._cursor < len(self.replies):
+                candidate = self.replies[self._cursor]
+                self._cursor += 1
+                reply = candidate if candidate.match is None else None
+            if reply is None:
+                self.unanswered.append(prompt[-300:])
+                return {"role": "assistant", "content": ""}
+        if reply.tool_calls:
+            call = reply.tool_calls[0]
+            return {**tool_call_message(call["name"], call.get("args", {})), "content": None}
+        return {"role": "assistant", "content": reply.content}
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content)
+    calls = message.get("tool_calls")
+    return (text if content is not None else "") + (json.dumps(calls) if calls else "")
 
 
 def count_tokens(text: str) -> int:

@@ -29,6 +29,7 @@ _WHERE = {
     "Plan": "planexec.plan",
     "PlanValidationError": "planexec.plan",
     "PlanexecError": "planexec.errors",
+    "PlanexecSummary": "planexec.state",
     "RunError": "planexec.runs",
     "RunRequest": "planexec.runs",
     "RunResult": "planexec.runs",
@@ -40,6 +41,7 @@ _WHERE = {
     "ToolRegistry": "planexec.tools",
     "Workspace": "planexec.tools",
     "aopen_saver": "planexec.runs",
+    "as_tool": "planexec.embedding",
     "build_graph": "planexec.graph",
     "default_registry": "planexec.tools",
     "new_run": "planexec.runs",
@@ -54,6 +56,7 @@ __all__ = [
     "Plan",
     "PlanValidationError",
     "PlanexecError",
+    "PlanexecSummary",
     "RunError",
     "RunRequest",
     "RunResult",
@@ -66,6 +69,7 @@ __all__ = [
     "Workspace",
     "__version__",
     "aopen_saver",
+    "as_tool",
     "build_graph",
     "default_registry",
     "new_run",
@@ -76,6 +80,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from planexec.context import Context
+    from planexec.embedding import as_tool
     from planexec.errors import ConfigurationError, PlanexecError
     from planexec.graph import build_graph
     from planexec.plan import Plan, PlanValidationError, Step, validate_plan
@@ -89,6 +94,7 @@ if TYPE_CHECKING:
         new_run,
         open_saver,
     )
+    from planexec.state import PlanexecSummary
     from planexec.tools import ToolRegistry, Workspace, default_registry, use_workspace
     from planexec.tools.sandbox import Sandbox, SandboxError
 

@@ -9,12 +9,14 @@ server also uses, and ``update_state`` in all its forms): a value that cannot be
 refused with :class:`InvalidInputError` before anything is written, so the thread is left
 exactly as it was. So is a resume (``None``, or any ``Command``) of a thread that has nothing
 to resume (:func:`check_resumable`): LangGraph would start it from its input node with no task.
+So is a run whose context is wrong (:func:`admit_context`): an unknown or misspelt field, a
+wrong value, a shared folder or thread id that cannot name its workspace.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -22,16 +24,19 @@ from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.constants import START
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import get_runtime
 from langgraph.types import Command, StateUpdate
+from langgraph_sdk.runtime import ServerRuntime
 from pydantic import ValidationError
 
-from planexec.context import Context
+from planexec.context import Context, context_from_dict, context_of
 from planexec.errors import PlanexecError
 from planexec.guarantees.storable import text_size, unstorable_reason
-from planexec.guarantees.thread_lock import ahold, hold, target
+from planexec.guarantees.thread_lock import LANGGRAPH_TASK_ID_KEY, ahold, hold, target
 from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
+from planexec.tools.sandbox import Sandbox
 
 MAX_TASK_CHARS = 20_000
 """Most characters of a task, or of feedback for the planner (each goes into a model prompt)."""
@@ -43,10 +48,13 @@ class InvalidInputError(PlanexecError, ValueError):
     """What a caller sent cannot be accepted; nothing was stored and the thread is unchanged."""
 
 
-def check_input(value: Any) -> Any:
+def check_input(value: Any, *, nested: bool = False) -> Any:
     """Refuse a run's input (a task, or a ``Command``) that cannot be accepted as it is.
 
-    Return the input to run: the same, with an edited plan in its canonical form.
+    Return the input to run: the same, with an edited plan in its canonical form. A run
+    ``nested`` in a parent graph gets the parent's whole state, which the parent's checkpoint
+    already holds: only the keys planexec reads are checked there. A top-level run's whole
+    input is written to its checkpoint as it is, so all of it must be storable.
     """
     if value is None:
         return None
@@ -83,8 +91,14 @@ def check_input(value: Any) -> Any:
         raise InvalidInputError(
             f"the task is {len(task):,} characters long; at most {MAX_TASK_CHARS:,} are accepted"
         )
-    _check_storable(value, "the input")
+    _check_storable(
+        {k: value[k] for k in INPUT_KEYS if k in value} if nested else value, "the input"
+    )
     return value
+
+
+INPUT_KEYS = tuple(InputState.__annotations__)
+"""The keys of a run's input that planexec reads (LangGraph drops the others)."""
 
 
 EDITABLE = frozenset({"task", "plan", "feedback"})
@@ -250,14 +264,60 @@ async def acheck_resumable(graph: Any, input: Any, config: RunnableConfig | None
         raise nothing_to_resume(found[1])
 
 
+def admit_context(
+    sandbox: Sandbox | None, config: RunnableConfig | None, kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """Refuse a run whose context is wrong, before anything runs; return the run's arguments.
+
+    A dict given as ``context=`` becomes a :class:`Context` here, as LangGraph would make it
+    (so an unknown or misspelt key is refused naming every wrong field); then the run's
+    workspace must be one the sandbox gives (its ``shared_folder``, or its thread id). A run
+    nested in another with no context of its own takes the parent's (planexec's settings in
+    its ``planexec`` field: :func:`planexec.context.context_of`), checked here the same way.
+    """
+    given = kwargs.get("context")
+    # as LangGraph reads it: a graph called from a node or a tool runs in its parent's config
+    config = merge_configs(ensure_config(), config)
+    if given is None and is_nested(config):
+        parents = context_of(_parent_context())
+        if sandbox is not None:
+            sandbox.check_run(parents, config)
+        return kwargs
+    context = context_from_dict(given) if isinstance(given, Mapping) else context_of(given)
+    if sandbox is not None:
+        sandbox.check_run(context, config)
+    return {**kwargs, "context": context} if isinstance(given, Mapping) else kwargs
+
+
+def is_nested(config: RunnableConfig) -> bool:
+    """Say whether a run is called from a parent graph's node or tool (its merged config)."""
+    configurable = config.get("configurable") or {}
+    return bool(configurable.get("checkpoint_ns") and configurable.get(LANGGRAPH_TASK_ID_KEY))
+
+
+def _parent_context() -> object:
+    """Return the context of the run this nested run is called from (None if it has none)."""
+    try:
+        return get_runtime().context
+    except (RuntimeError, AttributeError):  # not inside a run after all
+        return None
+
+
 class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState]):
     """The compiled planexec graph, with :mod:`planexec.admission`'s gate on every way in."""
+
+    def __init__(self, *, sandbox: Sandbox | None = None, **attrs: Any) -> None:
+        """Make the graph from a compiled one's attributes and the sandbox its runs use."""
+        super().__init__(**attrs)
+        self.sandbox = sandbox
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """Check the input, hold the thread, then stream the run (``invoke`` comes here)."""
-        input = check_input(input)
+        merged = merge_configs(ensure_config(), self.config, config)
+        input = check_input(input, nested=is_nested(merged))
+        kwargs = admit_context(self.sandbox, merged, kwargs)
         with hold(self, config):
             check_resumable(self, input, config)
             yield from super().stream(input, config, **kwargs)
@@ -266,7 +326,9 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """Check the input, hold the thread, then stream the run (``ainvoke``, the server)."""
-        input = check_input(input)
+        merged = merge_configs(ensure_config(), self.config, config)
+        input = check_input(input, nested=is_nested(merged))
+        kwargs = admit_context(self.sandbox, merged, kwargs)
         async with ahold(self, config):
             await acheck_resumable(self, input, config)
             async for part in super().astream(input, config, **kwargs):
@@ -289,7 +351,54 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
             return await super().abulk_update_state(config, updates)
 
 
-def admit(compiled: CompiledStateGraph[State, Context, InputState, OutputState]) -> PlanexecGraph:
-    """Return ``compiled`` as a :class:`PlanexecGraph` (same nodes, channels and settings)."""
+def admit(
+    compiled: CompiledStateGraph[State, Context, InputState, OutputState],
+    sandbox: Sandbox | None = None,
+) -> PlanexecGraph:
+    """Return ``compiled`` as a :class:`PlanexecGraph` (same nodes, channels and settings).
+
+    ``sandbox``: where its runs' workspaces are, checked for each run before it starts.
+    """
     attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
-    return PlanexecGraph(**attrs)
+    return PlanexecGraph(**attrs, sandbox=sandbox)
+
+
+SERVER_KEYS = frozenset(
+    {"thread_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "run_id", "assistant_id",
+     "graph_id", "user_id", "cron_id"}
+)  # fmt: skip
+"""LangGraph's own configurable keys: a client that sends ``config`` rather than ``context``
+gets them mirrored into the context by the server; they are not planexec settings."""
+
+
+def check_sent_context(sent: Any) -> None:
+    """Refuse a run's context as its client sent it: every unknown field and wrong value.
+
+    Raises :class:`~planexec.context.InvalidContextError` (the run's error the client sees).
+    Keys of LangGraph's own (``thread_id``, ``__...``, ``langgraph_...``) are not checked.
+    """
+    if isinstance(sent, Mapping):
+        context_from_dict({k: v for k, v in sent.items() if not _servers_own(k)})
+
+
+def _servers_own(key: object) -> bool:
+    return isinstance(key, str) and (
+        key in SERVER_KEYS or key.startswith(("__", "langgraph_", "x-"))
+    )
+
+
+def serving(compiled: PlanexecGraph) -> Callable[[ServerRuntime[Any]], PlanexecGraph]:
+    """Return a LangGraph server graph factory for ``compiled`` that checks each run's context.
+
+    For a planexec graph you serve yourself (your own ``langgraph.json``): ``graph =
+    serving(build_graph(...))``; the factory returns ``compiled`` itself, so it costs nothing.
+    """
+
+    def factory(runtime: ServerRuntime[Any]) -> PlanexecGraph:
+        execution = runtime.execution_runtime
+        if execution is not None:
+            check_sent_context(execution.context)
+        return compiled
+
+    factory.__doc__ = f"The graph {compiled.name!r}, checking each run's context as it was sent."
+    return factory

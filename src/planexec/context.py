@@ -1,20 +1,26 @@
 """Run-time configuration: models, limits and policies, editable per assistant in Studio.
 
 A :class:`Context` checks its values when it is made, in one place
-(:func:`check_context`): LangGraph makes it from the ``context`` dict of a run (the
+(:func:`context_problems`): LangGraph makes it from the ``context`` dict of a run (the
 LangGraph server passes the assistant's and the run's context that way) before anything is
-stored, so a wrong value refuses the run up front with one :class:`InvalidContextError`
-naming every wrong field. Types are strict (``"30"`` is not an integer, ``None`` is not a
-timeout); numbers must be in range and finite.
+stored, so a wrong value or an unknown field refuses the run up front with one
+:class:`InvalidContextError` naming every wrong field (``aproval: unknown field (did you mean
+approval?)``), from ``Context(...)`` and a dict alike. Types are strict (``"30"`` is not an
+integer, ``None`` is not a timeout); numbers must be in range and finite; a shared folder's
+name follows :func:`shared_folder_parts`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import os
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Literal, cast, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, cast, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -29,6 +35,7 @@ from pydantic import (
     with_config,
 )
 from pydantic import BaseModel as _BaseModel
+from pydantic_core import ErrorDetails
 from typing_extensions import TypedDict
 
 from planexec.errors import ConfigurationError
@@ -68,6 +75,56 @@ Model = Annotated[Text, {"__template_metadata__": {"kind": "llm"}}]
 
 Limit = Annotated[StrictFloat, Field(gt=0, le=86_400, allow_inf_nan=False)]
 
+MAX_SEGMENT_CHARS = 128
+MAX_FOLDER_NAME_CHARS = 255
+MAX_FOLDER_NAME_PARTS = 8
+FOLDER_SEGMENT = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_SEGMENT_CHARS - 1}}}")
+"""One part of a folder name: a shared folder's parts, a thread id that names its folder."""
+FOLDER_RULE = (
+    "letters, digits, '.', '_' and '-', not starting with '.' or '-', "
+    f"at most {MAX_SEGMENT_CHARS} characters"
+)
+
+
+def shared_folder_parts(name: str) -> tuple[str, ...]:
+    """Return the parts of a shared folder's name, or raise ValueError saying why not.
+
+    A name is one or more parts joined by ``/`` (``sales`` or ``team/sales``), each made of
+    letters, digits, ``.``, ``_`` and ``-`` and not starting with ``.`` or ``-``: no absolute
+    paths, no ``..``, no empty parts, no backslashes, nothing hidden.
+    """
+    if not name.strip():
+        raise ValueError(
+            "the name is empty: give a folder name such as 'sales', or leave it unset for a "
+            "folder of the thread's own"
+        )
+    if len(name) > MAX_FOLDER_NAME_CHARS:
+        raise ValueError(f"the name is longer than {MAX_FOLDER_NAME_CHARS} characters")
+    if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name):
+        raise ValueError(
+            "absolute paths are not accepted: a shared folder is a name below the operator's "
+            "workspace root, such as 'sales'"
+        )
+    parts = tuple(name.split("/"))
+    if ".." in parts:
+        raise ValueError("'..' is not accepted in a folder name")
+    if len(parts) > MAX_FOLDER_NAME_PARTS:
+        raise ValueError(f"at most {MAX_FOLDER_NAME_PARTS} parts")
+    for part in parts:
+        if not FOLDER_SEGMENT.fullmatch(part):
+            empty = " (and not empty)" if not part else ""
+            raise ValueError(f"each part of a folder name must be {FOLDER_RULE}{empty}")
+    return parts
+
+
+def _shared_folder(name: str) -> str:
+    shared_folder_parts(name)
+    return name
+
+
+SharedFolder = Annotated[StrictStr, AfterValidator(_shared_folder)]
+"""The name of a shared folder below the operator's workspace root (checked when it is given)."""
+
 
 @with_config(ConfigDict(extra="forbid"))
 class ModelTimeouts(TypedDict, total=False):
@@ -96,6 +153,37 @@ _TIMEOUTS_HELP = (
 )
 
 
+RENAMED_FIELDS = {
+    "workspace": "a run's workspace is chosen by whoever runs planexec: "
+    "build_graph(workspace=PATH), planexec run --workspace PATH; a run may name a shared folder "
+    "below the workspace root with shared_folder",
+}
+"""Hints for fields a run's context no longer has, by their old name."""
+
+_C = TypeVar("_C")
+
+
+def _refusing_unknown_fields(cls: type[_C]) -> type[_C]:
+    """Make ``cls(...)`` refuse unknown keyword arguments with one :class:`InvalidContextError`.
+
+    The dataclass's own ``__init__`` would raise a ``TypeError`` naming the first one only; this
+    one names every unknown field (with the field it most likely meant) and every wrong value
+    given with them. ``Context(...)`` keeps its signature, so type checkers still see the fields.
+    """
+    made_by_dataclass = cls.__init__
+    names = frozenset(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+    @functools.wraps(made_by_dataclass)
+    def __init__(self: _C, **values: Any) -> None:
+        if not values.keys() <= names:
+            raise InvalidContextError(_refusal(context_problems(values)))
+        made_by_dataclass(self, **values)
+
+    setattr(cls, "__init__", __init__)  # noqa: B010  (mypy: no assignment to a method)
+    return cls
+
+
+@_refusing_unknown_fields
 @dataclass(kw_only=True)
 class Context:
     """Settings of one run, passed as ``graph.invoke(..., context=Context(...))``.
@@ -130,19 +218,22 @@ class Context:
         default=False,
         metadata={"description": "Ask the evaluator model to judge results (one call a round)."},
     )
-    approval: ApprovalPolicy = field(
-        default="first",
+    approval: ApprovalPolicy | None = field(
+        default=None,
         metadata={
             "description": "Which plans need human approval: always (every revision), first "
-            "(the first plan, and revisions that add a side-effecting tool), never."
+            "(the first plan, and revisions that add a side-effecting tool), never. Unset: the "
+            "operator's policy (build_graph(approval=...), else $PLANEXEC_APPROVAL, else "
+            "first); a run may ask for a stricter one, never a looser one."
         },
     )
-    workspace: str | None = field(
+    shared_folder: SharedFolder | None = field(
         default=None,
         metadata={
             "description": "Name of a shared folder below the operator's workspace root "
             "(e.g. 'sales' or 'team/sales': letters, digits, '.', '_', '-'), the only files the "
-            "tools may read and write. Unset: a folder of this thread's own."
+            "tools may read and write. Unset: a folder of this thread's own. Refused by a "
+            "graph whose operator gave it one folder (build_graph(workspace=PATH))."
         },
     )
     max_steps: Positive = field(default=30, metadata={"description": "Most steps a plan may have."})
@@ -277,12 +368,62 @@ def _default_timeouts() -> ModelTimeouts:
 
 @cache
 def _checker() -> type[_BaseModel]:
-    """Build (once) a strict pydantic model with Context's fields, types and ranges."""
+    """Build (once) a strict pydantic model with Context's fields, types and ranges.
+
+    Fields left out are not checked (so the values given to ``Context(...)`` can be checked
+    alone); keys that are no field are refused.
+    """
     hints = get_type_hints(Context, include_extras=True)
-    fields: dict[str, Any] = {f.name: (hints[f.name], ...) for f in dataclasses.fields(Context)}
+    fields: dict[str, Any] = {f.name: (hints[f.name], None) for f in dataclasses.fields(Context)}
     return create_model(
         "ContextCheck", __config__=ConfigDict(strict=True, extra="forbid"), **fields
     )
+
+
+def context_problems(values: Mapping[str, object]) -> list[str]:
+    """Return what is wrong with a context's ``values`` by field name: one line each, in order.
+
+    An unknown name says which field it most likely meant (``aproval: unknown field (did you
+    mean approval?)``), or what replaced it (:data:`RENAMED_FIELDS`); a wrong value says why,
+    and what it was.
+    """
+    try:
+        _checker().model_validate(dict(values))
+    except ValidationError as exc:
+        return [_problem(err) for err in exc.errors(include_url=False)]
+    return []
+
+
+def context_from_dict(values: Mapping[Any, Any]) -> Context:
+    """Make a :class:`Context` of a dict of its fields, as LangGraph does with a dict context.
+
+    Refused with one :class:`InvalidContextError` naming every wrong field: unknown ones (with
+    the field most likely meant), wrong values, and keys that are not text.
+    """
+    odd = [f"{k!r}: a field name must be text" for k in values if not isinstance(k, str)]
+    if odd:
+        named = {k: v for k, v in values.items() if isinstance(k, str)}
+        raise InvalidContextError(_refusal(odd + context_problems(named)))
+    return Context(**values)
+
+
+def _problem(err: ErrorDetails) -> str:
+    name = ".".join(str(p) for p in err["loc"][:1])
+    if err["type"] == "extra_forbidden":
+        return f"{name}: unknown field ({_hint(name)})" if _hint(name) else f"{name}: unknown field"
+    message = err["msg"].removeprefix("Value error, ")
+    return f"{name}: {message} (got {err['input']!r:.60})"
+
+
+def _hint(name: str) -> str:
+    if name in RENAMED_FIELDS:
+        return RENAMED_FIELDS[name]
+    close = difflib.get_close_matches(name, [f.name for f in dataclasses.fields(Context)], n=1)
+    return f"did you mean {close[0]}?" if close else ""
+
+
+def _refusal(problems: list[str]) -> str:
+    return "invalid context: " + "; ".join(problems)
 
 
 def check_context(context: object) -> None:
@@ -292,24 +433,85 @@ def check_context(context: object) -> None:
             f"invalid context: expected a planexec Context or a dict of its fields, "
             f"not a {type(context).__name__}"
         )
-    values = {f.name: getattr(context, f.name) for f in dataclasses.fields(Context)}
-    try:
-        _checker().model_validate(values)
-    except ValidationError as exc:
-        problems = []
-        for err in exc.errors(include_url=False):
-            name = ".".join(str(p) for p in err["loc"][:1])
-            message = err["msg"].removeprefix("Value error, ")
-            problems.append(f"{name}: {message} (got {err['input']!r:.60})")
-        raise InvalidContextError("invalid context: " + "; ".join(problems)) from None
+    problems = context_problems(
+        {f.name: getattr(context, f.name) for f in dataclasses.fields(Context)}
+    )
+    if problems:
+        raise InvalidContextError(_refusal(problems))
 
 
-def context_of(runtime_context: Context | None) -> Context:
-    """Return the run's context (checked again: it may have changed since it was made).
+PARENT_KEY = "planexec"
+"""The field or key of a parent graph's context that holds planexec's settings."""
 
-    With no context, the defaults.
+_ACCEPTED = (
+    "a planexec Context, a dict of its fields, or a parent graph's context with planexec's "
+    "settings (a Context or a dict of its fields) in its 'planexec' field or key"
+)
+
+
+def context_of(runtime_context: object) -> Context:
+    """Return a run's settings from the context LangGraph gives its nodes, checked again.
+
+    Accepted, so planexec runs alone and inside a parent graph with its own context schema:
+
+    - a :class:`Context` (checked again: it may have changed since it was made);
+    - a dict of its fields (every key one of its fields);
+    - a parent's context, an object or a dict, whose ``planexec`` field or key holds a
+      :class:`Context`, a dict of its fields, or None (the defaults);
+    - a parent's context with no ``planexec`` field or key, none of whose keys is one of
+      planexec's fields, and no context at all: the defaults.
+
+    Anything else is an :class:`InvalidContextError` saying what is accepted; so is a dict
+    that mixes planexec's fields with other keys (give planexec's under ``planexec``).
     """
     if runtime_context is None:
         return Context()
-    check_context(runtime_context)
-    return runtime_context
+    if isinstance(runtime_context, Context):
+        check_context(runtime_context)
+        return runtime_context
+    if isinstance(runtime_context, Mapping):
+        if PARENT_KEY in runtime_context:
+            return _settings_in(runtime_context[PARENT_KEY])
+        return _context_in_dict(runtime_context)
+    if isinstance(runtime_context, str | bytes | int | float | list | tuple | set):
+        raise InvalidContextError(
+            f"invalid context: expected {_ACCEPTED}, not a {type(runtime_context).__name__}"
+        )
+    return _settings_in(getattr(runtime_context, PARENT_KEY, None))
+
+
+def _settings_in(value: object) -> Context:
+    """Return planexec's settings given in a parent's ``planexec`` field (None: defaults)."""
+    if value is None:
+        return Context()
+    if isinstance(value, Context):
+        check_context(value)
+        return value
+    if isinstance(value, Mapping):
+        return _from_fields(value)
+    raise InvalidContextError(
+        f"invalid context: {PARENT_KEY}: expected a planexec Context or a dict of its fields "
+        f"(or None for the defaults), not a {type(value).__name__}"
+    )
+
+
+def _context_in_dict(values: Mapping[Any, Any]) -> Context:
+    """Read a dict context with no ``planexec`` key: planexec's own fields, or a parent's."""
+    names = {f.name for f in dataclasses.fields(Context)} | set(RENAMED_FIELDS)
+    ours = sorted(str(k) for k in values if k in names)
+    others = sorted(str(k) for k in values if k not in names)
+    if not others:
+        return _from_fields(values)
+    if not ours:
+        return Context()  # a parent's own context, with nothing for planexec: the defaults
+    raise InvalidContextError(
+        f"invalid context: it mixes planexec's fields ({', '.join(ours)}) with other keys "
+        f"({', '.join(others)}): a parent graph's context gives planexec's settings under a "
+        f"'{PARENT_KEY}' key (a Context or a dict of its fields), e.g. "
+        f"{{'{others[0]}': ..., '{PARENT_KEY}': {{'{ours[0]}': ...}}}}"
+    )
+
+
+def _from_fields(values: Mapping[Any, Any]) -> Context:
+    """Make a Context of a dict of its fields (unknown and wrong ones refused, each named)."""
+    return Context(**{str(k): v for k, v in values.items()})

@@ -35,6 +35,10 @@ class ConfigurationError(PlanexecError):
     """A setting is missing or wrong (an API key, a model name, a path)."""
 
 
+class ToolNameClashError(ConfigurationError):
+    """A tool was registered under a name another tool already has (and not to replace it)."""
+
+
 class ToolError(PlanexecError):
     """A tool refused its input; the message says why. Not retried."""
 

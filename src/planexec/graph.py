@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
-from typing import Any, cast, get_args
+from typing import Any, Literal, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -33,9 +33,10 @@ from planexec.nodes import (
     planner,
     replanner,
     routing,
+    summary,
 )
-from planexec.state import InputState, OutputState, State
-from planexec.tools import ToolRegistry, default_registry
+from planexec.state import EmbeddedOutput, InputState, OutputState, State
+from planexec.tools import ToolRegistry, ToolsLike, default_registry
 from planexec.tools.sandbox import Sandbox, SandboxError
 
 # Under sync ``invoke`` each step task holds a worker thread while its step waits and runs;
@@ -60,37 +61,63 @@ def sync_and_async(
     return RunnableLambda(partial(func, **bound), afunc=partial(afunc, **bound), name=func.__name__)
 
 
+def _output_schema(output: str) -> type[OutputState]:
+    """Return the output schema of ``build_graph(output=...)``: full, or a parent's narrow one."""
+    if output == "embedded":
+        return cast(type[OutputState], EmbeddedOutput)  # a run's result is a dict either way
+    if output != "full":
+        raise ConfigurationError(
+            f"build_graph(output={output!r}): expected 'full' (a run's whole record, the "
+            "default) or 'embedded' (only messages and planexec, for a parent graph)"
+        )
+    return OutputState
+
+
 def build_graph(
     checkpointer: BaseCheckpointSaver[Any] | bool | None = None,
     *,
-    tools: ToolRegistry | None = None,
+    tools: ToolsLike | None = None,
     store: BaseStore | None = None,
     name: str = "planexec",
+    workspace: str | os.PathLike[str] | None = None,
     workspace_root: str | os.PathLike[str] | None = None,
     sandbox: Sandbox | None = None,
     approval: ApprovalPolicy | None = None,
     models: Mapping[str, BaseChatModel] | None = None,
+    output: Literal["full", "embedded"] = "full",
 ) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools.
+
+    ``tools`` is a :class:`~planexec.tools.ToolRegistry` or any iterable of LangChain tools and
+    plain functions, meaning exactly those tools (``[*default_registry(), my_tool]`` keeps the
+    built-in ones); none: the built-in file and data tools. Anything else is a ``TypeError``.
 
     ``approval`` is the operator's approval policy (else ``$PLANEXEC_APPROVAL``, else
     ``first``): a run's context may ask for a stricter one (``always``), never a looser one.
 
-    Runs' files live under ``workspace_root`` (else ``$PLANEXEC_WORKSPACE_ROOT``, else
+    ``workspace`` is the one folder every run's tools may read and write (a path; its spilled
+    outputs go to ``$PLANEXEC_OUTPUTS_DIR``, else the user's data folder). Without it, runs'
+    files live under ``workspace_root`` (else ``$PLANEXEC_WORKSPACE_ROOT``, else
     ``./planexec-workspaces``): each thread in a folder of its own unless its context names a
-    shared one (see :mod:`planexec.tools.sandbox`). ``sandbox`` instead gives the whole layout, e.g.
-    ``Sandbox.one_folder(path)`` for a single user's own folder.
+    ``shared_folder`` (see :mod:`planexec.tools.sandbox`). ``sandbox`` instead gives the whole
+    layout. Give at most one of the three.
 
     ``models`` pins model instances by role (``planner``, ``executor``, ``evaluator``) for every
     run of this graph; a role not given uses the run's context spec (``provider:model``).
+
+    ``output="embedded"`` builds planexec for a parent graph (a node of it, or called from a
+    node or a tool; see :mod:`planexec.embedding`): the run returns, and so writes to the
+    parent, only ``messages`` and ``planexec`` (:class:`~planexec.state.EmbeddedOutput`).
+    Compile it without a checkpointer (the default): it keeps its state in the parent's.
     """
-    if sandbox is not None and workspace_root is not None:
-        raise SandboxError("give build_graph a workspace_root or a sandbox, not both")
-    box = sandbox if sandbox is not None else Sandbox.at(workspace_root)
-    registry = tools if tools is not None else default_registry()
+    box = _sandbox(workspace, workspace_root, sandbox)
+    registry = ToolRegistry.of(tools) if tools is not None else default_registry()
     chat = ChatModels(models)
     builder = StateGraph(
-        State, context_schema=Context, input_schema=InputState, output_schema=OutputState
+        State,
+        context_schema=Context,
+        input_schema=InputState,
+        output_schema=_output_schema(output),
     )
     builder.add_node("intake", intake.take_task)
     policy = approval or os.environ.get("PLANEXEC_APPROVAL") or "first"
@@ -153,6 +180,32 @@ def build_graph(
     builder.add_conditional_edges("evaluator", routing.after_evaluator)
     builder.add_conditional_edges("replanner", routing.after_replanner)
     builder.add_conditional_edges("failure_review", routing.after_failure_review)
-    builder.set_finish_point("finalizer")
+    if output == "embedded":
+        builder.add_node("summary", summary.write_summary)
+        builder.add_edge("finalizer", "summary")
+        builder.set_finish_point("summary")
+    else:
+        builder.set_finish_point("finalizer")
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
-    return admit(compiled).with_config(RUN_DEFAULTS)
+    return admit(compiled, box).with_config(RUN_DEFAULTS)
+
+
+def _sandbox(
+    workspace: str | os.PathLike[str] | None,
+    root: str | os.PathLike[str] | None,
+    sandbox: Sandbox | None,
+) -> Sandbox:
+    """Return the sandbox ``build_graph``'s folder arguments describe (at most one given)."""
+    given = [n for n, v in (("workspace", workspace), ("workspace_root", root)) if v is not None]
+    if sandbox is not None:
+        given.append("sandbox")
+    if len(given) > 1:
+        choice = " or ".join(f"a {name}" for name in given)
+        raise SandboxError(
+            f"give build_graph {choice}, not {'both' if len(given) == 2 else 'all three'} "
+            "(workspace: the one folder of every run; workspace_root: a folder per thread below "
+            "it; sandbox: a layout of your own)"
+        )
+    if sandbox is not None:
+        return sandbox
+    return Sandbox.one_folder(workspace) if workspace is not None else Sandbox.at(root)

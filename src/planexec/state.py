@@ -223,6 +223,57 @@ class OutputState(TypedDict, total=False):
     error: str | None
 
 
+class StepSummary(TypedDict):
+    """One step of a plan, as a parent graph sees it: what it does and with which tools."""
+
+    id: int
+    description: str
+    tool: str | None
+    tools: list[str]
+    """Tools the executor model may call in a ``"tool": null`` step (empty: none)."""
+
+
+class PlanSummary(TypedDict):
+    """The plan a run ended with: its goal, version, content digest and steps."""
+
+    goal: str
+    version: int
+    digest: str
+    """SHA-256 of the goal and steps: the digest the approval request showed."""
+    steps: list[StepSummary]
+
+
+class PlanexecSummary(TypedDict):
+    """What an embedded run gives its parent under the ``planexec`` key (and a tool's artifact).
+
+    ``status``, ``answer``, ``artifacts`` and ``failed_steps`` (the ids of the steps that did
+    not succeed) come from the run's final result; ``plan`` is None when no plan was made.
+    """
+
+    task: str
+    status: FinalStatus
+    answer: str
+    artifacts: list[str]
+    failed_steps: list[int]
+    plan: PlanSummary | None
+    revisions: int
+    """How many times the plan was revised."""
+    usage: dict[str, RoleUsage]
+    error: str | None
+
+
+class EmbeddedOutput(TypedDict, total=False):
+    """What ``build_graph(output="embedded")`` returns, and so all it writes to a parent.
+
+    ``messages``: the run's chat (the task, the plan shown for approval, the answer);
+    ``planexec``: the :class:`PlanexecSummary`. Nothing else, so a parent's own keys named
+    like planexec's records (``plan``, ``steps``, ``error``, ``usage``...) are never touched.
+    """
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    planexec: PlanexecSummary
+
+
 class State(TypedDict):
     """The whole checkpointed state of a planexec thread."""
 

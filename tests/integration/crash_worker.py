@@ -109,7 +109,9 @@ def main() -> None:
     policy = "never" if mode.endswith("-never") else "first"
     context = Context(planner_model=f"scripted:{script}", approval=policy)
     sandbox = Sandbox.one_folder(workspace, outputs=f"{workspace}.outputs")
-    registry = ToolRegistry([append_line, broken])
+    registry = ToolRegistry()
+    for item in (append_line, broken):  # declared harmless: log.txt only counts the calls
+        registry.register(item, side_effects=False)
     if mode.startswith("sync"):
         with sync_saver(db) as saver:
             graph = build_graph(

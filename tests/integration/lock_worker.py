@@ -56,7 +56,7 @@ def setup(
     """A run's context, build_graph's sandbox arguments, its config's metadata and its folder.
 
     ``cli``: the folder WORKSPACE, as ``planexec run --workspace WORKSPACE`` runs there (and
-    ``planexec resume`` finds it again); else the shared workspace named WORKSPACE.
+    ``planexec resume`` finds it again); else the shared folder named WORKSPACE.
     """
     planner = f"scripted:{script}"
     if mode == "cli":
@@ -64,7 +64,7 @@ def setup(
         context = Context(planner_model=planner)
         return context, {"sandbox": sandbox}, run_settings(context, sandbox), sandbox.root
     folder = Sandbox.at().workspace_path(workspace, None)
-    return Context(planner_model=planner, workspace=workspace), {}, {}, folder
+    return Context(planner_model=planner, shared_folder=workspace), {}, {}, folder
 
 
 def main() -> None:

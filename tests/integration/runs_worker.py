@@ -64,7 +64,7 @@ async def answer(runs: Runs, command: dict[str, Any]) -> dict[str, Any]:
     op, thread_id = command["op"], command["thread_id"]
     if op == "start":
         planner, workspace = f"scripted:{command['script']}", command["workspace"]
-        context = Context(planner_model=planner, approval="first", workspace=workspace)
+        context = Context(planner_model=planner, approval="first", shared_folder=workspace)
         result = await runs.astart(new_run("gate test", context=context, thread_id=thread_id))
     else:
         approval = {"action": "approve"} if op == "approve" else None

@@ -125,6 +125,6 @@ def test_oversized_inputs_answers_and_edits_are_refused(send, use_models, ctx):
     except InvalidInputError as exc:
         assert "characters" in str(exc)
     else:  # an answer too long to be feedback: refused by the approval and asked again
-        assert "at most 20000 characters" in out["__interrupt__"][0].value["error"]
+        assert "at most 20,000" in out["__interrupt__"][0].value["error"]
     after = graph.get_state(config)
     assert after.values["plan"] == before.values["plan"] and after.next == ("approval",)

@@ -30,6 +30,9 @@ def record(text: str) -> str:
     return text
 
 
+record.metadata = {"side_effects": False}  # declared harmless
+
+
 @pytest.fixture
 def graph():
     CALLS.clear()

@@ -249,7 +249,7 @@ def test_the_approval_shows_what_the_plan_will_cost_and_its_slowest_chain(use_mo
     text = request["description"]
     assert "Expected for this plan: 1–3 model calls" in text
     assert "Slowest chain: steps 1 → 2 → 3, about 2.5 s plus 1 step of unknown time." in text
-    assert "Budgets of this run: at most 50,000 tokens · $0.5000." in text
+    assert "Budgets of this run: at most 50,000 tokens · \\$0.5000." in text  # not LaTeX
 
 
 def test_the_cli_shows_the_estimate_and_ends_a_run_on_its_token_budget(tmp_path, monkeypatch):

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from planexec.cli import app
 from planexec.llm.models import MISSING_KEY
+from planexec.tools.sandbox import Sandbox
 from tests.helpers import EXAMPLES, plan_of, sales_plan, step
 
 runner = CliRunner()
@@ -303,7 +304,7 @@ def test_thread_ids_that_are_paths_are_refused(env, tid):
     assert result.exit_code == 2, result.output
     assert "thread id" in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
-    assert not (env / "planexec-runs").exists()
+    assert not (Sandbox.at().root / "threads").exists()  # where a run's folder would be
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 import planexec
 from planexec.cli import app
+from planexec.tools.sandbox import Sandbox
 from tests.helpers import EXAMPLES, ROOT, plan_of, step
 
 runner = CliRunner()
@@ -80,7 +81,7 @@ def test_a_thread_id_in_use_is_refused_before_any_file_is_copied(env):
     (env / "new.csv").write_text("z\n")
     again = invoke("run", "--plan", "plan.json", "--yes", "--thread-id", "t-1", "--data", "new.csv")
     assert again.exit_code == 2 and "already exists" in again.output
-    assert not (env / "planexec-runs" / "t-1" / "new.csv").exists()
+    assert not (Sandbox.at().workspace_path(None, "t-1") / "new.csv").exists()
 
 
 def test_threads_keeps_ids_whole_and_summaries_end_at_the_terminal_width(env):
@@ -211,7 +212,7 @@ def test_choices_and_ranges_are_refused_before_anything_is_made(env, args, messa
     result = invoke("run", "--plan", "plan.json", "--yes", *args)
     assert result.exit_code == 2 and message in result.output, result.output
     assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
-    assert not (env / "planexec-runs").exists()
+    assert not (Sandbox.at().root / "threads").exists()  # where a run's folder would be
     assert json.loads(invoke("threads", "--json").stdout) == []
 
 

@@ -20,6 +20,9 @@ def count(label: str) -> str:
     return label
 
 
+count.metadata = {"side_effects": False}  # declared harmless
+
+
 COMPACT = {
     "goal": "count around a failure",
     "steps": [

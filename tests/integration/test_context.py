@@ -22,7 +22,7 @@ BAD = [
     ("max_steps", "30", "max_steps: Input should be a valid integer"),
     ("max_steps", 0, "max_steps: Input should be greater than or equal to 1"),
     ("max_steps", True, "max_steps: Input should be a valid integer"),
-    ("workspace", 5, "workspace: Input should be a valid string"),
+    ("shared_folder", 5, "shared_folder: Input should be a valid string"),
     ("step_timeout", None, "step_timeout: Input should be a valid number"),
     ("step_timeout", 0, "step_timeout: Input should be greater than 0"),
     ("step_timeout", math.inf, "step_timeout: Input should be a finite number"),
@@ -54,16 +54,18 @@ def test_a_bad_context_value_is_refused_naming_the_field(field, value, message, 
 
 def test_every_bad_field_is_named_in_one_message(ctx):
     with pytest.raises(InvalidContextError) as caught:
-        ctx(max_steps="30", workspace=5, step_timeout=None)
+        ctx(max_steps="30", shared_folder=5, step_timeout=None)
     text = str(caught.value)
     assert text.startswith("invalid context: ")
-    assert "max_steps" in text and "workspace" in text and "step_timeout" in text
+    assert "max_steps" in text and "shared_folder" in text and "step_timeout" in text
 
 
 def test_an_unknown_context_key_is_refused_before_anything_is_stored(ctx):
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
     config = thread()
-    with pytest.raises(TypeError, match="max_step"):
+    with pytest.raises(
+        InvalidContextError, match=r"max_step: unknown field \(did you mean max_steps\?\)"
+    ):
         graph.invoke({"task": "t"}, config, context={"max_step": 3})
     assert not graph.get_state(config).values
 

@@ -265,7 +265,7 @@ async def where_am_i(label: str) -> str:
 def test_marked_tools_registered_twice_copied_or_added_to_the_default_registry(use_models, ctx):
     first = ToolRegistry()
     guarded = first.register(where_am_i, runs_on_loop=True)
-    again = first.register(where_am_i, runs_on_loop=True)  # the same tool again: one guard
+    again = first.register(where_am_i, runs_on_loop=True, replace=True)  # again: one guard
     assert again.coroutine.__wrapped__ is where_am_i.coroutine  # type: ignore[attr-defined]
     assert ToolRegistry().register(guarded, runs_on_loop=True).coroutine is guarded.coroutine
     unmarked = ToolRegistry().register(guarded, runs_on_loop=False)
@@ -541,6 +541,10 @@ async def fails_first(key: str) -> str:
     return "ok now"
 
 
+for _harmless in (counted, fails_first):  # declared harmless: revisions add them unasked
+    _harmless.metadata = {"side_effects": False}
+
+
 def test_many_sync_runs_of_executor_model_steps_calling_on_loop_tools_leave_nothing(
     use_models, ctx, caplog
 ):
@@ -731,6 +735,9 @@ CLIENTS: dict[str, LoopClient] = {}
 async def uses_client(key: str, value: str) -> str:
     """Call a loop-bound client kept between calls (made at the first call)."""
     return await CLIENTS.setdefault(key, LoopClient()).call(value)
+
+
+uses_client.metadata = {"side_effects": False}  # declared harmless
 
 
 @pytest.mark.parametrize("mode", ["async"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -39,12 +40,16 @@ def locators() -> dict:
 @pytest.fixture
 def graph():
     calls.clear()
-    registry = ToolRegistry([tick, echo, locators])
-    registry.register(claims_file, file_fields=["path"])
+    registry = ToolRegistry()
+    for harmless in (tick, echo, locators):
+        registry.register(harmless, side_effects=False)
+    registry.register(claims_file, side_effects=False, file_fields=["path"])
     return build_graph(checkpointer=InMemorySaver(), tools=registry, approval="never")
 
 
 def approve(graph, ctx_obj, config):
+    """Run asking for the approval of the first plan (stricter than the operator's never)."""
+    ctx_obj = dataclasses.replace(ctx_obj, approval=ctx_obj.approval or "first")
     out = graph.invoke({"task": "t"}, config, context=ctx_obj)
     assert "__interrupt__" in out
     return graph.invoke(Command(resume={"action": "approve"}), config, context=ctx_obj)

@@ -53,7 +53,7 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
     ctx = Context(
         planner_model="openai:local-planner",
         executor_model="openai:local-executor",
-        workspace="ws",
+        shared_folder="ws",
     )
     config = thread()
     events = list(
@@ -85,7 +85,7 @@ def judged_run(url: str, monkeypatch, callbacks: list | None = None) -> tuple[di
         evaluator_model="openai:local-judge",
         llm_judge=True,
         max_replans=0,
-        workspace="ws",
+        shared_folder="ws",
     )
     config = {**thread(), "callbacks": callbacks or []}
     graph.invoke({"task": "say where this runs"}, config, context=ctx)
@@ -134,7 +134,7 @@ def test_a_server_that_cannot_stream_still_plans(openai_server, monkeypatch, wor
     monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
-    ctx = Context(planner_model="openai:nostream-planner", workspace="ws")
+    ctx = Context(planner_model="openai:nostream-planner", shared_folder="ws")
     events = list(graph.stream({"task": "t"}, thread(), context=ctx, stream_mode="custom"))
     assert [bool(r.get("stream")) for r in requests] == [True, False]
     assert [e["index"] for e in events if e.get("event") == "plan_step"] == [1, 2, 3]

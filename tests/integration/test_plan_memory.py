@@ -251,3 +251,53 @@ def test_the_cli_turns_memory_off(tmp_path, monkeypatch):
     assert json.loads(listed.stdout) == []  # nor was any plan kept
     shown = CliRunner().invoke(app, ["run", "--help"])
     assert "--no-memory" in shown.output
+
+
+# Issue 33: the similar path asked the cheap model with 8,692 tokens where planning fresh took
+# 8,121. Memory adapts only when the adaptation prompt is smaller than the planner's would be:
+# it shows the template's plan compactly with only the tools it uses, and when even that is
+# not smaller, the planner plans fresh and the cheap model is never called.
+
+SIMILAR = "Please analyze the monthly revenue of sales.csv and chart it"
+
+
+def test_the_adaptation_prompt_is_smaller_than_planning_fresh(use_models, ctx, workspace):
+    store = InMemoryStore()
+    graph, _ = first_run(use_models, ctx, workspace, store)
+    cheap = scripted(plan_reply(sales_plan()))
+    use_models(planner=scripted(), executor=cheap)
+    asked = graph.invoke({"task": SIMILAR}, thread(), context=ctx())
+    assert asked["__interrupt__"][0].value["memory"]["how"] == "similar"
+    [adapting] = cheap.prompts
+
+    planner = scripted(plan_reply(sales_plan()))
+    use_models(planner=planner, executor=scripted())
+    fresh = graph.invoke({"task": SIMILAR}, thread(), context=ctx(plan_memory=False))
+    assert fresh["__interrupt__"][0].value["origin"] == "planner"
+    [planning] = planner.prompts
+    assert len(adapting) < 0.5 * len(planning), (len(adapting), len(planning))
+    assert '"name": "write_file"' not in adapting  # a tool the template does not use
+    assert '"name": "write_file"' in planning
+    template = adapting.split("that ran well", 1)[1].split("Adapt it", 1)[0]
+    assert '"load_csv": {' in template  # the compact format: no ids, derived fields left out
+    assert '"description"' not in template and '"depends_on"' not in template
+
+
+def test_when_adapting_would_not_cost_less_the_planner_plans_fresh(use_models, ctx, workspace):
+    """A similar template whose plan is larger than the planner's whole prompt: no cheap
+    call is made, the planner plans."""
+    store = InMemoryStore()
+    long_text = "x" * 60_000
+    big = plan_of(
+        step(1, "list_files", {}), step(2, "write_file", {"path": "n.md", "content": long_text})
+    )
+    PlanMemory(store).remember("Please analyze the monthly revenue of old.csv", big, "r1")
+    cheap = scripted(plan_reply(sales_plan()))  # would be used if it were asked
+    planner = scripted(plan_reply(plan_of(step(1, "list_files", {}))))
+    use_models(planner=planner, executor=cheap)
+    graph = build_graph(checkpointer=InMemorySaver(), store=store)
+    config = thread()
+    asked = graph.invoke({"task": SIMILAR}, config, context=ctx())
+    assert asked["__interrupt__"][0].value["origin"] == "planner"
+    assert cheap.prompts == [] and len(planner.prompts) == 1
+    assert "memory" not in graph.get_state(config).values["usage"]

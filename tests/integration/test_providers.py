@@ -106,7 +106,7 @@ def context(**overrides: Any) -> Context:
         planner_model="openai:planner",
         executor_model="openai:executor",
         evaluator_model="openai:judge",
-        workspace="ws",
+        shared_folder="ws",
         retry_initial_interval=0.01,
     )
     return Context(**{**base, **overrides})
@@ -216,6 +216,22 @@ def test_a_refused_plan_names_the_refusal(monkeypatch, workspace, how):
         out = go(graph_of(), {"task": "t"}, thread(), context(max_plan_repairs=0), how)
     assert out["final"]["status"] == "failed"
     assert refusal in out["final"]["answer"]
+    assert recorded() == []
+
+
+@pytest.mark.parametrize("approval", ["first", "never"])
+@pytest.mark.parametrize("how", HOWS)
+def test_a_refusal_is_asked_again_at_most_once(monkeypatch, workspace, how, approval):
+    """A refusal is no repairable draft and no passing error: the streamed request (whose
+    refusal the client drops) is asked once more, whole, and the run fails quoting it."""
+    refusal = "I won't plan that."
+    with provider(monkeypatch, behave=lambda body, n: Behaviour(refusal=refusal)) as requests:
+        graph, ctx = graph_of(approval), context(approval=approval)  # repairs as by default
+        out = go(graph, {"task": "t"}, thread(), ctx, how)
+    assert out["final"]["status"] == "failed"
+    assert refusal in out["final"]["answer"]
+    assert refusal in out["error"]
+    assert 1 <= len(requests) <= 2, [bool(r.get("stream")) for r in requests]
     assert recorded() == []
 
 

@@ -48,6 +48,10 @@ def broken(reason: str) -> str:
     raise ValueError(f"it failed: {reason}")
 
 
+for _harmless in (mark, broken):  # declared harmless: a revision adding them may run unasked
+    _harmless.metadata = {"side_effects": False}
+
+
 # step 1 succeeds (kept), step 2 fails, step 3 is skipped: the revision's ids start at 2
 PLAN = {
     "goal": "mark things",

@@ -114,7 +114,7 @@ def test_a_failing_model_endpoint_gets_three_requests_not_nine(
     monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
     monkeypatch.setenv("OPENAI_BASE_URL", url)
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([rate_limited]))
-    ctx = Context(planner_model="openai:down", workspace="ws")
+    ctx = Context(planner_model="openai:down", shared_folder="ws")
     with pytest.raises(ProviderError, match=r"HTTP 503 server_error\): overloaded \(after 3 tries"):
         graph.invoke({"task": "t"}, thread(), context=ctx)
     assert len(hits) == 3  # planexec's model layer: 3 tries; the client and the node do not retry

@@ -54,9 +54,9 @@ def test_a_client_cannot_choose_a_folder_outside_the_root(use_models, ctx, name,
     use_models(planner=model)
     graph = build_graph(checkpointer=InMemorySaver(), tools=default_registry())
     config = config_of(str(uuid.uuid4()))
-    with pytest.raises(ValueError, match="workspace"):
+    with pytest.raises(ValueError, match="shared_folder"):
         graph.invoke(
-            {"task": "read the hostname"}, config, context=ctx(workspace=name, approval="never")
+            {"task": "read the hostname"}, config, context=ctx(shared_folder=name, approval="never")
         )
     assert model.prompts == []  # refused before the planner saw (or listed) anything
     assert not graph.get_state(config).values.get("steps")
@@ -66,8 +66,8 @@ def test_a_client_cannot_choose_a_folder_outside_the_root(use_models, ctx, name,
 def test_a_workspace_name_must_be_text(use_models, ctx, name):
     use_models(planner=scripted(plan_reply(READ_HOSTNAME)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=default_registry())
-    with pytest.raises(ValueError, match="workspace.*(must be text|valid string)"):
-        graph.invoke({"task": "t"}, config_of("t1"), context=ctx(workspace=name))
+    with pytest.raises(ValueError, match="shared_folder.*(must be text|valid string)"):
+        graph.invoke({"task": "t"}, config_of("t1"), context=ctx(shared_folder=name))
 
 
 @pytest.mark.parametrize("thread_id", ["/", "..", ".", "a/b", "../x", "", " ", ".hidden", "a\\b"])
@@ -77,7 +77,7 @@ def test_thread_ids_that_are_paths_never_name_a_folder(use_models, ctx, thread_i
     graph = build_graph(checkpointer=InMemorySaver(), tools=default_registry())
     with pytest.raises(ValueError, match="thread id"):
         graph.invoke(
-            {"task": "t"}, config_of(thread_id), context=ctx(workspace=None, approval="never")
+            {"task": "t"}, config_of(thread_id), context=ctx(shared_folder=None, approval="never")
         )
     assert model.prompts == []
     assert not (workspace_root / "threads").exists() or not any(
@@ -89,7 +89,7 @@ def test_a_run_without_thread_or_name_is_refused(use_models, ctx):
     use_models(planner=scripted(plan_reply(READ_HOSTNAME)))
     graph = build_graph(tools=default_registry())
     with pytest.raises(ValueError, match="no thread id"):
-        graph.invoke({"task": "t"}, context=ctx(workspace=None, approval="never"))
+        graph.invoke({"task": "t"}, context=ctx(shared_folder=None, approval="never"))
 
 
 def test_each_thread_has_its_own_workspace_by_default(use_models, ctx, workspace_root):
@@ -103,7 +103,7 @@ def test_each_thread_has_its_own_workspace_by_default(use_models, ctx, workspace
     )
     use_models(planner=planner)
     graph = build_graph(checkpointer=InMemorySaver(), tools=default_registry())
-    context = ctx(workspace=None, approval="never")
+    context = ctx(shared_folder=None, approval="never")
 
     async def both() -> list[dict]:
         return await asyncio.gather(
@@ -132,7 +132,7 @@ def test_a_named_workspace_is_shared_below_the_root(use_models, ctx, workspace_r
         checkpointer=InMemorySaver(), tools=default_registry(), workspace_root=chosen
     )
     out = graph.invoke(
-        {"task": "t"}, config_of("t1"), context=ctx(workspace="team/sales", approval="never")
+        {"task": "t"}, config_of("t1"), context=ctx(shared_folder="team/sales", approval="never")
     )
     assert out["final"]["status"] == "succeeded"
     assert (chosen / "shared" / "team" / "sales" / "note.txt").read_text() == "shared"
@@ -145,7 +145,7 @@ def test_a_link_out_of_the_root_is_refused(use_models, ctx, workspace_root, tmp_
     use_models(planner=scripted(plan_reply(READ_HOSTNAME)))
     graph = build_graph(checkpointer=InMemorySaver(), tools=default_registry())
     with pytest.raises(ValueError, match="leads outside"):
-        graph.invoke({"task": "t"}, config_of("t1"), context=ctx(workspace="out"))
+        graph.invoke({"task": "t"}, config_of("t1"), context=ctx(shared_folder="out"))
 
 
 def test_the_operator_chooses_the_root(monkeypatch, tmp_path):

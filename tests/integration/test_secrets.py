@@ -184,7 +184,7 @@ def test_no_secret_reaches_a_client_of_the_server(tmp_path):
         ],
         "evaluator": [r.model_dump() for r in leaky.judge().replies],
     }
-    context: dict[str, object] = {"workspace": "ws", "llm_judge": True, "max_replans": 0}
+    context: dict[str, object] = {"shared_folder": "ws", "llm_judge": True, "max_replans": 0}
     for role, replies in scripts.items():
         path = tmp_path / f"{role}.json"
         path.write_text(json.dumps(replies))

@@ -57,7 +57,7 @@ def run_context(tmp_path, server_root):
     ws.mkdir(parents=True)
     shutil.copy(EXAMPLES / "sales.csv", ws / "sales.csv")
     script = one_plan_script(tmp_path / "planner.json", sales_plan())
-    return {"planner_model": script, "workspace": name}, ws
+    return {"planner_model": script, "shared_folder": name}, ws
 
 
 def test_sdk_plan_approve_edit_and_history(server, run_context):
@@ -169,7 +169,7 @@ def test_the_approval_contract_holds_over_the_api(server, server_root, tmp_path)
         tmp_path / "planner.json",
         [("second thoughts", LIST), ("task one", LIST), ("task two", WRITE)],
     )
-    context = {"planner_model": planner, "workspace": name}
+    context = {"planner_model": planner, "shared_folder": name}
 
     async def interrupt_of(client, tid):
         state = await client.threads.get_state(tid)
@@ -240,14 +240,14 @@ def test_api_clients_cannot_choose_the_sandbox(server, server_root, tmp_path, na
             tid,
             "planexec",
             input={"task": "read the hostname"},
-            context={"planner_model": script, "workspace": name, "approval": "never"},
+            context={"planner_model": script, "shared_folder": name, "approval": "never"},
             raise_error=False,
         )
         return tid, result, await client.threads.get_state(tid)
 
     tid, result, state = asyncio.run(scenario())
-    assert result["__error__"]["error"] == "SandboxError", result
-    assert "workspace" in result["__error__"]["message"]
+    assert result["__error__"]["error"] == "InvalidContextError", result
+    assert "shared_folder" in result["__error__"]["message"]
     assert not state["values"].get("steps")
     assert not (server_root / "threads" / tid).exists()
 
@@ -378,7 +378,7 @@ def test_every_answer_style_over_the_api(server, server_root, tmp_path):
         name = f"styles-{uuid.uuid4().hex[:8]}"
         ws = server_root / "shared" / name
         ws.mkdir(parents=True)
-        context = {"planner_model": planner, "workspace": name}
+        context = {"planner_model": planner, "shared_folder": name}
         tid = (await client.threads.create())["thread_id"]
         chat = {"messages": [{"role": "user", "content": "list the files"}]}
         await client.runs.wait(tid, "planexec", input=chat, context=context)
@@ -437,7 +437,7 @@ def test_plan_steps_stream_over_the_api_and_stay_out_of_messages(server, server_
             }
         )
     )
-    context = {"planner_model": f"scripted:{script}", "workspace": name}
+    context = {"planner_model": f"scripted:{script}", "shared_folder": name}
 
     async def scenario() -> tuple[list, list]:
         client = get_client(url=server)

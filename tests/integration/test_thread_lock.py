@@ -64,14 +64,14 @@ def script(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def ws(workspace_root: Path) -> Path:
-    """The folder of the workspace named ``WS`` below the test's workspace root."""
+    """The shared folder named ``WS`` below the test's workspace root."""
     path = Sandbox.at(workspace_root).workspace_path(WS, None)
     path.mkdir(parents=True)
     return path
 
 
 def context(script: Path) -> Context:
-    return Context(planner_model=f"scripted:{script}", workspace=WS)
+    return Context(planner_model=f"scripted:{script}", shared_folder=WS)
 
 
 def pythonpath() -> str:
@@ -316,7 +316,7 @@ def test_a_run_that_raises_or_is_closed_early_releases_its_thread(tmp_path, ws, 
     tid, ctx = str(uuid.uuid4()), context(script)
     with sqlite_saver(tmp_path / "runs.sqlite") as saver:
         graph = build_graph(checkpointer=saver, tools=TOOLS)
-        broken = Context(planner_model="scripted:/no/such/replies.json", workspace=WS)
+        broken = Context(planner_model="scripted:/no/such/replies.json", shared_folder=WS)
         with pytest.raises(Exception, match="replies.json"):  # the planner node raises
             graph.invoke({"task": "lock test"}, config(tid), context=broken)
 
@@ -383,7 +383,7 @@ def test_cli_resume_of_a_busy_thread_says_so_in_one_line(tmp_path, script, monke
     """A CLI thread (in the folder `planexec run` chose for it) runs in another process."""
     monkeypatch.chdir(tmp_path)
     db, tid = str(tmp_path / "runs.sqlite"), str(uuid.uuid4())
-    ws = tmp_path / "planexec-runs" / tid  # the CLI's default folder for the thread
+    ws = Sandbox.at().workspace_path(None, tid)  # the CLI's default folder for the thread
     slow = json.loads(json.dumps(PLAN))
     slow["steps"][0]["args"]["seconds"] = 3.0  # the CLI's resume surely comes while it runs
     script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": slow}]}]))
@@ -446,7 +446,7 @@ def test_server_second_run_on_a_busy_thread_follows_the_multitask_strategy(
     """
     name = f"lock-{uuid.uuid4().hex[:8]}"  # one workspace of the server's root per test
     ws = Sandbox.at(lock_server_root).workspace_path(name, None)
-    ctx = {"planner_model": f"scripted:{script}", "workspace": name}
+    ctx = {"planner_model": f"scripted:{script}", "shared_folder": name}
     approve = {"resume": {"action": "approve"}}
 
     async def scenario() -> dict[str, Any]:

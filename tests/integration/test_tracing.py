@@ -170,7 +170,7 @@ models.provider_model = lambda spec, *_: scripted[spec]
 graph = build_graph(
     checkpointer=InMemorySaver(), tools=leaky.registry(), workspace_root=sys.argv[1]
 )
-ctx = Context(workspace="ws", planner_model="planner", executor_model="executor",
+ctx = Context(shared_folder="ws", planner_model="planner", executor_model="executor",
               evaluator_model="evaluator", llm_judge=True, max_replans=0,
               inline_output_limit=1024, step_max_attempts=2, retry_initial_interval=0.01)
 config = {"configurable": {"thread_id": "langsmith-secrets"}}

@@ -111,9 +111,12 @@ def raw_stats(value: str) -> Any:
 
 
 def registry() -> ToolRegistry:
-    tools = ToolRegistry([load_table, count_rows, shout, bad_table, summarise, origin, untyped])
+    tools = ToolRegistry()
+    for item in (load_table, count_rows, shout, bad_table, summarise, origin, untyped):
+        tools.register(item, side_effects=False)  # declared harmless
     tools.register(
         raw_stats,
+        side_effects=False,
         output_schema={
             "type": "object",
             "properties": {"mean": {"type": "number"}, "label": {"type": "string"}},

@@ -220,14 +220,14 @@ def test_a_thread_in_a_shared_workspace_resumes_there(fresh_db, workspace_root, 
 
     name = f"w-{uuid.uuid4().hex[:8]}"
     ws = folder(workspace_root, name)
-    context = Context(planner_model=f"scripted:{script}", approval="first", workspace=name)
+    context = Context(planner_model=f"scripted:{script}", approval="first", shared_folder=name)
     with Runs.open(fresh_db, tools=TOOLS) as first:
         started = first.start(new_run("gate test", context=context))
     assert started.request is not None
     open_gates(ws)
     with Runs.open(fresh_db, tools=TOOLS) as other:
         done = other.resume(started.thread_id, {"action": "approve"})
-        assert other.get(started.thread_id).saved_context["workspace"] == name
+        assert other.get(started.thread_id).saved_context["shared_folder"] == name
     assert done.status == "succeeded"
     assert counts(ws, "end") == {"one": 1, "two": 1}
 

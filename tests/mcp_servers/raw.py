@@ -3,7 +3,8 @@
 Its tools: ``ok`` (a text reply), ``stray_then_ok`` (a stray print, then the reply),
 ``surrogate`` (a reply holding a lone surrogate: valid JSON text no client can read) and
 ``chatty`` (writes a megabyte to its error output, then replies). With ``RAW_SILENT=1`` it
-never answers ``initialize``.
+never answers ``initialize``. With ``RAW_TASK_TOOL=1`` it also lists ``long_job``, which
+requires task augmentation (every plain call fails -32601), and ``maybe_task`` (optional).
 """
 
 from __future__ import annotations
@@ -51,10 +52,17 @@ def main() -> None:
                 }
                 for name in TOOLS
             ]
+            if os.environ.get("RAW_TASK_TOOL"):
+                for name, support in (("long_job", "required"), ("maybe_task", "optional")):
+                    tools.append({**tools[0], "name": name, "execution": {"taskSupport": support}})
             result = {"tools": tools}
             send(json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode())
         elif method == "tools/call":
             name = message["params"]["name"]
+            if name == "long_job":
+                error = {"code": -32601, "message": "long_job must be called as a task"}
+                send(json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+                continue
             if name == "stray_then_ok":
                 send(b'debug: handling {"jsonrpc": "2.0", "method": "tools/call"}')
                 send(b'{"log": "a JSON line that is no message"}')

@@ -223,3 +223,112 @@ def test_a_chart_of_dates_without_offsets_names_no_clock(tmp_path):
         out = call("generate_chart", kind="line", x="order_time", y="revenue", title="t",
                    dataset="plain.csv", options={"utc": True})  # fmt: skip
     assert out["x_label"] == "order_time (month)"
+
+
+# Issue 33: a column mixing ISO dates with day/month-first ones is read, value by value.
+# ISO values are year-first and never ambiguous; the day/month order of the others is the
+# option's, or inferred when one of them settles it; an error lists only values that parse
+# under no rule, never one that parsed.
+
+ISO = ["2025-01-03", "2025-01-10", "2025-01-15", "2025-01-20"]
+
+
+def clean_dates(tmp_path, values: list[str], **options: Any) -> pd.Series:
+    """Clean a CSV of ``values`` as the planner calls the tool; return the dates written."""
+    lines = ["order_date,amount"] + [f"{v},{i}" for i, v in enumerate(values, 1)]
+    (tmp_path / "mixed.csv").write_text("\n".join(lines) + "\n")
+    with use_workspace(tmp_path):
+        cleaned = call("clean_data", dataset="mixed.csv", options=options or None)
+    assert cleaned["converted"]["order_date"].startswith("datetime")
+    assert cleaned["rows_after"] == len(values) and not cleaned["unreadable_values"]
+    return pd.read_parquet(tmp_path / cleaned["dataset"])["order_date"]
+
+
+def clean_error(tmp_path, values: list[str], **options: Any) -> str:
+    lines = ["order_date,amount"] + [f"{v},{i}" for i, v in enumerate(values, 1)]
+    (tmp_path / "mixed.csv").write_text("\n".join(lines) + "\n")
+    with use_workspace(tmp_path), pytest.raises(ToolError) as caught:
+        call("clean_data", dataset="mixed.csv", options=options or None)
+    return str(caught.value)
+
+
+def stamps(*values: str) -> list[pd.Timestamp]:
+    return [pd.Timestamp(v) for v in values]
+
+
+@pytest.mark.parametrize("options", [{}, {"date_format": "monthfirst"}])
+def test_iso_dates_with_one_month_first_date_are_read(tmp_path, options):
+    """The report: "4 of 5 values are not dates (e.g. '2025-01-03' ...)", with or without
+    the option. 01/28/2025 can only be month-first."""
+    dates = clean_dates(tmp_path, [*ISO, "01/28/2025"], **options)
+    assert list(dates) == stamps(*ISO, "2025-01-28")
+
+
+@pytest.mark.parametrize("options", [{}, {"date_format": "dayfirst"}])
+def test_iso_dates_with_a_day_first_date_are_read(tmp_path, options):
+    assert list(clean_dates(tmp_path, [*ISO, "28/01/2025"], **options)) == stamps(
+        *ISO, "2025-01-28"
+    )
+
+
+def test_iso_dates_with_dotted_dates_are_day_first(tmp_path):
+    assert list(clean_dates(tmp_path, [*ISO, "28.01.2025", "05.02.2025"])) == stamps(
+        *ISO, "2025-01-28", "2025-02-05"
+    )
+
+
+def test_iso_times_with_month_first_times_keep_the_time(tmp_path):
+    values = ["2025-01-03 09:15", "2025-01-10T17:00:00", "01/28/2025 14:30", "2/3/25 08:00"]
+    assert list(clean_dates(tmp_path, values)) == stamps(
+        "2025-01-03 09:15", "2025-01-10 17:00", "2025-01-28 14:30", "2025-02-03 08:00"
+    )
+
+
+def test_the_option_decides_an_order_the_values_leave_open(tmp_path):
+    message = clean_error(tmp_path, [*ISO, "01/02/2025"])
+    assert "could be day- or month-first" in message and "'01/02/2025'" in message
+    assert "2025-01-03" not in message
+    month_first = clean_dates(tmp_path, [*ISO, "01/02/2025"], date_format="monthfirst")
+    assert month_first.iloc[-1] == pd.Timestamp("2025-01-02")
+    day_first = clean_dates(tmp_path, [*ISO, "01/02/2025"], date_format="dayfirst")
+    assert day_first.iloc[-1] == pd.Timestamp("2025-02-01")
+
+
+def test_the_error_lists_only_values_that_do_not_parse(tmp_path):
+    message = clean_error(tmp_path, [*ISO, "01/28/2025", "soon"])
+    assert "1 of 6 values are not dates (e.g. 'soon')" in message
+    assert "2025-01" not in message and "01/28/2025" not in message
+
+
+def test_a_value_the_option_rules_out_is_the_only_one_listed(tmp_path):
+    message = clean_error(tmp_path, [*ISO, "01/28/2025", "28/01/2025"], date_format="monthfirst")
+    assert "1 of 6 values are not dates (e.g. '28/01/2025')" in message
+    assert "2025-01" not in message and "01/28/2025" not in message
+
+
+def test_day_first_and_month_first_together_name_one_of_each(tmp_path):
+    message = clean_error(tmp_path, [*ISO, "01/28/2025", "28/01/2025"])
+    assert "mixes day-first (e.g. '28/01/2025') and month-first (e.g. '01/28/2025')" in message
+    assert "2025-01" not in message
+
+
+def test_a_month_first_date_after_a_thousand_iso_dates_is_read_not_nulled(tmp_path):
+    """The order was guessed from the first 1,000 values: one further down became a null."""
+    days = pd.date_range("2022-01-01", periods=1500).strftime("%Y-%m-%d").tolist()
+    dates = clean_dates(tmp_path, [*days, "01/28/2026"])
+    assert dates.iloc[-1] == pd.Timestamp("2026-01-28") and dates.notna().all()
+
+
+def test_an_explicit_format_still_reads_the_iso_values(tmp_path):
+    dates = clean_dates(tmp_path, [*ISO, "28|01|2025"], date_format="%d|%m|%Y")
+    assert list(dates) == stamps(*ISO, "2025-01-28")
+
+
+def test_a_mixed_column_is_a_date_to_the_planner_and_groups_by_month(tmp_path):
+    lines = ["order_date,revenue"] + [f"{v},10" for v in [*ISO, "02/28/2025"]]
+    (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
+    assert '"order_date" date e.g.' in workspace_files(Workspace(tmp_path))
+    with use_workspace(tmp_path):
+        out = call("calculate_stats", dataset="s.csv", value_column="revenue",
+                   date_column="order_date")  # fmt: skip
+    assert by_period(out) == {"2025-01": Decimal(40), "2025-02": Decimal(10)}

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 import uuid
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from planexec.cli.guard import EXIT_FAILED, UserError
+from planexec.cli.hints import failure_hints
 from planexec.cli.listing import Session, database, existing, show, threads
 from planexec.cli.outcome import print_outcome
 from planexec.cli.preflight import missing_inputs, missing_message
+from planexec.cli.tooling import run_tools
+from planexec.cli.ui import styled
 from planexec.cli.watch import Watch, planner_problem
 from planexec.context import Context, InvalidContextError
 from planexec.runs import Runs, new_run, sandbox_for
-from planexec.runs.request import saved_context
+from planexec.runs.request import saved_context, workspace_for
 from planexec.tools import ToolRegistry, default_registry
 from planexec.tools.sandbox import check_thread_id
 
@@ -39,6 +40,8 @@ class NewRun:
     options: dict[str, Any]
     mcp: Path | None = None
     """The MCP servers file whose tools the run may use (``--mcp``)."""
+    tools: list[str] = field(default_factory=list)
+    """The ``MODULE:ATTR`` sources of the Python tools the run may use (``--tools``)."""
 
 
 def make_context(options: dict[str, Any]) -> Context:
@@ -47,24 +50,6 @@ def make_context(options: dict[str, Any]) -> Context:
         return Context(**{k: v for k, v in options.items() if v is not None})
     except InvalidContextError as exc:
         raise UserError(str(exc)) from None
-
-
-@contextlib.contextmanager
-def mcp_tools(path: Path | None) -> Iterator[ToolRegistry | None]:
-    """Yield the tools of ``--mcp FILE``'s servers with the default ones (None: no file).
-
-    The servers' sessions are closed when the command ends.
-    """
-    if path is None:
-        yield None
-        return
-    from planexec.tools.mcp import shared_servers
-
-    servers, registry = shared_servers(path)
-    try:
-        yield registry
-    finally:
-        servers.close()
 
 
 async def start(new: NewRun, db: str, session: Session, *, note: str | None = None) -> int:
@@ -78,15 +63,16 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
         raise UserError(f"{new.task} is a file, not a task: give each data file its own --data")
     context, clock = make_context(new.options), time.monotonic()
     tid = check_thread_id(new.thread_id if new.thread_id is not None else str(uuid.uuid4()))
-    folder = new.folder if new.folder is not None else Path("planexec-runs") / tid
-    sandbox_for(folder, db)  # a folder holding the database is refused before it is opened
+    folder = workspace_for(new.folder, tid, db).root  # one holding the database: refused now
     for item in new.data:  # before anything is copied or asked of a model
         if not item.is_file():
             raise UserError(f"data file {item} does not exist or is not a file")
     missing_model = note or planner_problem(context)
     if new.task and new.plan_file is None and missing_model:  # no plan could be made
         raise UserError(missing_model)
-    with mcp_tools(new.mcp) as tools:
+    if missing_model:  # nothing could revise the given plan: a failed step ends the run
+        context = replace(context, max_replans=0)
+    with run_tools(new.tools, new.mcp) as tools:
         return await _start(new, db, session, context, tid, folder, missing_model, tools, clock)
 
 
@@ -105,12 +91,12 @@ async def _start(
         if await runs.aget(tid) is not None:  # before any file is copied
             raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
         request = new_run(
-            new.task, plan=new.plan_file, workspace=folder, data=new.data,
+            new.task, plan=new.plan_file, workspace=new.folder, data=new.data,
             thread_id=tid, context=context, db=db, tools=tools,
         )  # fmt: skip
         root = request.sandbox.root if request.sandbox else Path(folder)
+        registry = tools if tools is not None else default_registry()
         if request.plan is not None:
-            registry = tools if tools is not None else default_registry()
             missing = missing_inputs(request.plan, root, registry)
             if missing:
                 raise UserError(missing_message(missing, root))
@@ -124,12 +110,19 @@ async def _start(
             runs.astart(request, on_event=watch.progress, decide=watch.reviewer)
         )
     wall = time.monotonic() - clock
-    return report(result.values, tid, str(root), session, wall, watch.reviewer.waited)
+    hints = failure_hints(result.values, root, registry, missing_model)
+    return report(result.values, tid, str(root), session, wall, watch.reviewer.waited, hints)
 
 
-async def resume(thread_id: str, db: str, session: Session, mcp: Path | None = None) -> int:
-    """Continue a paused or interrupted run; return the exit code."""
-    with mcp_tools(mcp) as tools:
+async def resume(
+    thread_id: str,
+    db: str,
+    session: Session,
+    mcp: Path | None = None,
+    tools_from: list[str] | None = None,
+) -> int:
+    """Continue a paused or interrupted run with these tools; return the exit code."""
+    with run_tools(tools_from or [], mcp) as tools:
         return await _resume(thread_id, db, session, tools)
 
 
@@ -147,30 +140,39 @@ async def _resume(thread_id: str, db: str, session: Session, tools: ToolRegistry
         session.out.print(f"{where} · resuming")
         session.running.thread_id = thread_id
         context = saved_context(thread.saved_context)
+        missing_model = planner_problem(context)
         watch = Watch(
             session.out, thread_id, yes=session.yes, judge=context.llm_judge,
-            as_json=session.as_json, planner_missing=planner_problem(context),
+            as_json=session.as_json, planner_missing=missing_model,
         )  # fmt: skip
         result = await watch.run(
             runs.aresume(thread_id, on_event=watch.progress, decide=watch.reviewer)
         )
     wall = time.monotonic() - clock
-    return report(result.values, thread_id, str(sandbox.root), session, wall, watch.reviewer.waited)
+    registry = tools if tools is not None else default_registry()
+    hints = failure_hints(result.values, sandbox.root, registry, missing_model)
+    waited = watch.reviewer.waited
+    return report(result.values, thread_id, str(sandbox.root), session, wall, waited, hints)
 
 
-async def demo(target: Path, db: str, session: Session) -> int:
-    """Copy the shipped data and recorded plan into ``target`` and run the plan offline."""
+async def demo(target: Path | None, db: str, session: Session) -> int:
+    """Copy the shipped data and recorded plan into ``target`` and run the plan offline.
+
+    No ``target``: the new thread's own folder, where every run's files go by default.
+    """
     files = resources.files("planexec") / "demo"
-    target.mkdir(parents=True, exist_ok=True)
-    (target / "sales.csv").write_bytes((files / "sales.csv").read_bytes())
-    plan_path = target / "sales_plan.json"
+    tid = str(uuid.uuid4())
+    folder = target if target is not None else workspace_for(None, tid, db).root
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sales.csv").write_bytes((files / "sales.csv").read_bytes())
+    plan_path = folder / "sales_plan.json"
     plan_path.write_bytes((files / "sales_plan.json").read_bytes())
     session.out.print(
         "planexec demo: this plan was recorded, not planned live; "
         "no model is called and no API key is needed."
     )
     models = {"planner_model": "openai:not-used", "executor_model": "openai:not-used"}
-    new = NewRun(None, plan_path, [], None, str(target), models)
+    new = NewRun(None, plan_path, [], tid, str(target) if target is not None else None, models)
     return await start(new, db, session, note=DEMO_NOTE)
 
 
@@ -181,8 +183,12 @@ def report(
     session: Session,
     wall: float | None = None,
     waited: float = 0.0,
+    hints: list[str] | None = None,
 ) -> int:
-    """Print the outcome; return the exit code (0 only when every step succeeded)."""
+    """Print the outcome and ``hints``; return the exit code (0 only when every step succeeded).
+
+    The hints say what to do about failed steps; with --json they go to stderr too.
+    """
     final = values.get("final") or {}
     if session.as_json:
         steps, usage = values.get("steps", {}), values.get("usage", {})
@@ -190,4 +196,6 @@ def report(
         print(json.dumps({**result, "steps": steps, "usage": usage}, default=str, indent=1))
     else:
         print_outcome(session.out, values, thread_id, workspace, wall, waited)
+    for hint in hints or []:
+        session.out.print(styled(("hint: ", "yellow"), hint))
     return 0 if final.get("status") == "succeeded" else EXIT_FAILED

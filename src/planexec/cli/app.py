@@ -58,10 +58,13 @@ def run(
     max_seconds: o.MaxSecondsOption = None,
     no_memory: o.NoMemoryOption = False,
     mcp: o.McpOption = None,
+    tools: o.ToolsOption = None,
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress.
 
-    Runs keep their files in ./planexec-runs/THREAD_ID unless --workspace names a folder.
+    Runs keep their files in the thread's own folder below the workspace root
+    ($PLANEXEC_WORKSPACE_ROOT, else ./planexec-workspaces: ROOT/threads/THREAD_ID) unless
+    --workspace names a folder.
     """
     from planexec.cli import actions
     from planexec.cli.guard import guard
@@ -72,7 +75,7 @@ def run(
     options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
     options |= {"max_tokens": max_tokens, "max_cost": max_cost, "max_seconds": max_seconds}
     options |= {"plan_memory": False if no_memory else None}
-    new = actions.NewRun(task, plan, data or [], thread_id, workspace, options, mcp)
+    new = actions.NewRun(task, plan, data or [], thread_id, workspace, options, mcp, tools or [])
     session = actions.Session(yes=yes, as_json=as_json)
     guard(actions.start(new, actions.database(db), session), session.running)
 
@@ -84,13 +87,15 @@ def resume(
     db: o.DbOption = None,
     as_json: o.JsonOption = False,
     mcp: o.McpOption = None,
+    tools: o.ToolsOption = None,
 ) -> None:
-    """Continue a paused or interrupted run where it stopped (give it the same --mcp FILE)."""
+    """Continue a paused or interrupted run where it stopped (give it the same --mcp, --tools)."""
     from planexec.cli import actions
     from planexec.cli.guard import guard
 
     session = actions.Session(yes=yes, as_json=as_json)
-    guard(actions.resume(thread_id, actions.database(db), session, mcp), session.running)
+    resumed = actions.resume(thread_id, actions.database(db), session, mcp, tools or [])
+    guard(resumed, session.running)
 
 
 @app.command()
@@ -139,7 +144,7 @@ def plans(
 @app.command()
 def demo(
     yes: o.YesOption = False,
-    workspace: o.DemoWorkspace = "planexec-demo",
+    workspace: o.DemoWorkspace = None,
     db: o.DbOption = None,
     as_json: o.JsonOption = False,
 ) -> None:
@@ -148,7 +153,8 @@ def demo(
     from planexec.cli.guard import guard
 
     session = actions.Session(yes=yes, as_json=as_json)
-    guard(actions.demo(Path(workspace), actions.database(db), session), session.running)
+    target = Path(workspace) if workspace is not None else None
+    guard(actions.demo(target, actions.database(db), session), session.running)
 
 
 def main() -> None:

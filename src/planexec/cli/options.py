@@ -34,7 +34,9 @@ ThreadOption = Annotated[
 WorkspaceOption = Annotated[
     str | None,
     typer.Option("--workspace", metavar="DIR",
-                 help="The one folder the tools may use (default: ./planexec-runs/THREAD_ID)."),
+                 help="The one folder the tools may use (default: the thread's own folder, "
+                 "ROOT/threads/THREAD_ID; ROOT: $PLANEXEC_WORKSPACE_ROOT, else "
+                 "./planexec-workspaces)."),
 ]  # fmt: skip
 McpOption = Annotated[
     Path | None,
@@ -42,13 +44,20 @@ McpOption = Annotated[
                  help="Also plan with the tools of the MCP servers in FILE (the usual "
                  "mcpServers JSON; default: $PLANEXEC_MCP_CONFIG)."),
 ]  # fmt: skip
+ToolsOption = Annotated[
+    list[str] | None,
+    typer.Option("--tools", metavar="MODULE:ATTR",
+                 help="Also plan with your Python tools: ATTR of MODULE (a module importable "
+                 "from here, or a .py file) is a ToolRegistry, a list of tools or plain "
+                 "functions, or a function of no arguments returning one; repeatable."),
+]  # fmt: skip
 # choices and ranges are the run context's to check (planexec.context): one place, one message
 ApprovalOption = Annotated[
     str | None,
     typer.Option(
         metavar="always|first|never",
-        help="Which plans need your approval: always, first (default: the first plan, and "
-        "revisions that add a side-effecting tool) or never.",
+        help="Which plans need your approval: always, first (the first plan, and revisions "
+        "that add a side-effecting tool) or never (default: $PLANEXEC_APPROVAL, else first).",
     ),
 ]
 Model = Annotated[str | None, typer.Option(metavar="PROVIDER:MODEL", help="e.g. openai:gpt-4.1")]
@@ -115,8 +124,10 @@ OutputOption = Annotated[
     typer.Option("--output", metavar="STEP", help="Print this step's whole output as JSON."),
 ]
 DemoWorkspace = Annotated[
-    str, typer.Option(metavar="DIR", help="Folder for the demo's data and output.")
-]
+    str | None,
+    typer.Option(metavar="DIR", help="Folder for the demo's data and output (default: the "
+                 "thread's own folder, ROOT/threads/THREAD_ID, as for `run`)."),
+]  # fmt: skip
 VersionOption = Annotated[
     bool | None, typer.Option("--version", is_eager=True, help="Print the version and exit.")
 ]

@@ -36,7 +36,8 @@ class Progress:
         """Show one event (unknown events show nothing)."""
         kind = event.get("event")
         if kind in {"node_started", "node_finished"}:
-            self.node(str(event.get("node")), started=kind == "node_started")
+            failed = bool(event.get("failed"))
+            self.node(str(event.get("node")), started=kind == "node_started", failed=failed)
         elif kind == "plan_changed" and "plan" in event:
             self.board.made(event["plan"], str(event.get("by")))
         elif kind == "plan_step":
@@ -74,8 +75,11 @@ class Progress:
             elif line is not None:
                 self.out.print(line)
 
-    def node(self, name: str, *, started: bool) -> None:
-        """Show a model's work starting (status line) or ending (one line with its time)."""
+    def node(self, name: str, *, started: bool, failed: bool = False) -> None:
+        """Show a model's work starting (status line) or ending (one line with its time).
+
+        The tick is for work done: a node that ``failed`` (its model call raised) gets none.
+        """
         if name == "executor" and started:
             self.board.before_run()
         if name in {"planner", "replanner"}:
@@ -89,7 +93,9 @@ class Progress:
                 self.out.print(styled(("  … ", "yellow"), label))
             return
         took = self.activity.end(name)
-        if took is not None:
+        if took is not None and failed:
+            self.out.print(styled(("  ✘ ", "red"), f"{label}: stopped after {took:.2f}s"))
+        elif took is not None:
             self.out.print(styled(("  ✔ ", "green"), f"{done} in {took:.2f}s"))
 
 

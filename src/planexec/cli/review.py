@@ -67,10 +67,14 @@ class Reviewer:
         thread_id: str,
         no_revision: str | None = None,
     ) -> None:
-        """Ask on ``out``; ``no_revision`` says why reject is not offered (no planner model)."""
+        """Ask on ``out``; ``no_revision`` says why no plan can be revised (no planner model).
+
+        Then reject (at the approval) and replan (at a failed step) are not offered.
+        """
         self.out, self.board, self.activity = out, board, activity
         self.yes, self.thread_id, self.no_revision = yes, thread_id, no_revision
         self.draft: str | None = None  # the user's last edit, until the approval takes it
+        self.approving = False  # --yes answered approve: said once the approval accepts it
         self.waited = 0.0
         """Seconds spent waiting for the user's answers (the end summary tells them apart)."""
 
@@ -87,14 +91,15 @@ class Reviewer:
         self.activity.stop()
         if request.get("type") == "step_failure":  # a step whose plan says on_failure: "ask"
             try:
-                return answer_failure(self.out, dict(request), yes=self.yes)
+                failed = dict(request)
+                return answer_failure(self.out, failed, yes=self.yes, no_revision=self.no_revision)
             except EOFError:
                 raise Paused(
                     f"no answer on stdin; the run is paused. Continue it with: "
                     f"planexec resume {self.thread_id}"
                 ) from None
         names = {"version": request["version"], "digest": request["digest"]}
-        error, draft, self.draft = request.get("error"), self.draft, None
+        error, draft, self.draft, self.approving = request.get("error"), self.draft, None, False
         try:
             if error and draft is not None:  # the approval refused the user's edit
                 self.out.print(styled(("your edit was refused: ", "red"), str(error)))
@@ -102,8 +107,14 @@ class Reviewer:
                 if answer is not None:
                     return {**answer, **names}
             self.show(request)
+            if self.yes and request.get("problems"):  # approving it would only be refused
+                raise Paused(
+                    f"plan v{request['version']} is invalid with the tools of this run, so --yes "
+                    "cannot approve it; it waits for approval. Continue with: planexec resume "
+                    f"{self.thread_id} (with the --mcp and --tools its tools come from)"
+                )
             if self.yes:
-                self.out.print(styled(("approved", "green"), " (--yes)"))
+                self.approving = True
                 return {"action": "approve", **names}
             return {**self.ask(request), **names}  # an answer names its plan
         except EOFError:
@@ -118,6 +129,12 @@ class Reviewer:
                 f"interrupted;{nothing} plan v{request['version']} waits for your approval. "
                 f"Continue with: planexec resume {self.thread_id}"
             ) from None
+
+    def accepted(self) -> None:
+        """Say that ``--yes`` approved the plan, once the approval accepted it (and only then)."""
+        if self.approving:
+            self.approving = False
+            self.out.print(styled(("approved", "green"), " (--yes)"))
 
     def show(self, request: ApprovalRequest) -> None:
         """Print the plan (unless shown just before), its problems and side-effecting tools."""
@@ -148,7 +165,9 @@ class Reviewer:
         """Prompt until the reviewer gives a complete answer."""
         menu = "y = approve · e = edit · r = reject with feedback · c = cancel"
         if self.no_revision:
-            self.out.print(styled(("note: ", "yellow"), self.no_revision))
+            self.out.print(
+                styled(("note: ", "yellow"), f"reject is not offered: {self.no_revision}")
+            )
             menu = "y = approve · e = edit · c = cancel"
         said_no = False  # once the reviewer said no (r, n), an empty answer approves nothing
         while True:
@@ -160,7 +179,9 @@ class Reviewer:
             if action == "approve" and said_no and not typed.strip():
                 self.out.print(styled(("please answer ", "yellow"), menu))
             elif action == "reject" and self.no_revision:  # not offered: neither cancel nor run
-                self.out.print(styled(("note: ", "yellow"), self.no_revision))
+                self.out.print(
+                    styled(("note: ", "yellow"), f"reject is not offered: {self.no_revision}")
+                )
                 self.out.print(styled(("please answer ", "yellow"), menu))
             elif action in {"approve", "cancel"}:
                 reason = {"reason": "cancelled at the prompt"} if action == "cancel" else {}

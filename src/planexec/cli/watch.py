@@ -15,7 +15,7 @@ from planexec.cli.progress import Progress
 from planexec.cli.review import Interrupted, Reviewer
 from planexec.context import Context
 from planexec.errors import ConfigurationError
-from planexec.runs import RunResult
+from planexec.runs import RunResult, StepEvent
 
 
 def planner_problem(context: Context) -> str | None:
@@ -48,12 +48,18 @@ class Watch:
         """Print on ``out``; ``planner_missing``: why no plan can be revised (no reject)."""
         self.thread_id, self.as_json = thread_id, as_json
         self.activity, self.board = Activity(out), PlanBoard(out)
-        self.progress = Progress(out, self.activity, self.board, judge=judge)
+        self.shown = Progress(out, self.activity, self.board, judge=judge)
         self.reviewer = Reviewer(
             out, self.board, self.activity, yes=yes, thread_id=thread_id,
-            no_revision=f"reject is not offered: revising a plan needs a planner model "
-            f"({planner_missing})" if planner_missing and not yes else None,
+            no_revision=f"revising a plan needs a planner model ({planner_missing})"
+            if planner_missing else None,
         )  # fmt: skip
+
+    def progress(self, event: StepEvent) -> None:
+        """Show one event of the run; an accepted approval confirms the reviewer's answer."""
+        if event.get("event") == "plan_approved":
+            self.reviewer.accepted()
+        self.shown(event)
 
     async def run(self, started: Awaitable[RunResult]) -> RunResult:
         """Await a run of the runs API; Ctrl-C stops it and says how to continue."""

@@ -51,6 +51,8 @@ def plan_data(reply: Reply) -> tuple[Any, str | None]:
     blocks of a list content are read in order. A reply that did not end normally (cut off,
     filtered, refused: :mod:`planexec.llm.calls`) holds no plan, whatever it holds.
     """
+    if refused(reply):
+        return None, f"{reply} (a refusal is not asked again)"
     if isinstance(reply, IncompleteReplyError):
         return None, (
             f"{reply} (the plan was not read: write the whole plan again"
@@ -84,6 +86,18 @@ def reply_text(reply: BaseMessage) -> str:
 CUT_SHORT = frozenset({"length", "max_tokens", "MAX_TOKENS"})
 
 
+def refused(reply: Reply) -> bool:
+    """Say whether a reply was the model's refusal (the provider's ``refusal`` field).
+
+    A refusal is the model's answer to the request, not a fault of its reply: asking again
+    with the errors (a repair) or as a passing error (a retry) asks the same question, and
+    providers bill each. The model layer asks a streamed request that came back empty once
+    more, whole, to read the refusal's words (:mod:`planexec.llm.calls`); that is the one
+    time a refusal is asked again.
+    """
+    return isinstance(reply, IncompleteReplyError) and reply.reason == "refusal"
+
+
 Drafting = Generator[list[BaseMessage], Reply, Draft]
 """A drafting conversation without I/O: yields the messages to send, is sent each reply."""
 
@@ -98,6 +112,8 @@ def drafting(
     goal: str | None = None,
 ) -> Drafting:
     """Ask for a plan; while it is invalid, send the errors back, at most ``max_repairs`` times.
+
+    A refusal (:func:`refused`) ends the conversation at once, with the refusal as its error.
 
     ``goal`` is the goal of a plan that states none (the model may leave it out).
 
@@ -120,6 +136,8 @@ def drafting(
                 return draft
         else:
             draft.errors = [storable_text(problem)]  # it may quote the model's raw reply
+            if refused(reply):
+                return draft
         shown = json.dumps(data, indent=1, default=str)[:20_000] if data is not None else "(none)"
         conversation.append(
             HumanMessage(

@@ -72,10 +72,17 @@ def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace)
     return None
 
 
+_WORKSPACE_HINT = (
+    " (a tool writes its files into the run's workspace through "
+    "planexec.tools.current_workspace(); a relative path opened directly lands in the "
+    "process's current folder instead)"
+)
+
+
 def _missing_file(path: str, workspace: Workspace) -> str | None:
     try:
         if not workspace.resolve(path).exists():
-            return ", which does not exist"
+            return f", which does not exist in the workspace{_WORKSPACE_HINT}"
     except (WorkspaceError, OSError, ValueError) as exc:  # e.g. ENAMETOOLONG, a NUL
         return f": {exc}"
     return None

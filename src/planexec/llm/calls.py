@@ -19,12 +19,16 @@ planexec promises about providers:
   is asked again, at most :data:`MAX_TRIES` times, after the provider's ``Retry-After`` (or a
   short backoff) and never past the deadline; an error that cannot pass (a spent quota, a
   prompt past the context length, a refused key) is not asked again. Either way the error is a
-  :class:`ProviderError` naming the provider's status, code and message.
+  :class:`ProviderError` naming the provider's status, code and message, and the endpoint the
+  request went to (:mod:`planexec.llm.endpoint`: no user, password or query).
 * **Whole text, whole replies.** Streamed chunks are mended before anyone sees them: a
   character split across two chunks (a surrogate pair's halves) is joined, a tool's name that a
   serving stack repeats in every delta is kept once. A reply that did not end normally
   (:func:`unfinished`: a finish reason other than a normal end, no finish reason where the
-  provider always sends one, a refusal) raises :class:`IncompleteReplyError`.
+  provider always sends one, a refusal) raises :class:`IncompleteReplyError`. A streamed reply
+  that came back empty is asked once more, whole (LangChain's clients drop a streamed refusal:
+  the whole reply carries its words); a refusal is never asked again after that, here or by
+  the plan's repairs (:func:`planexec.drafting.refused`).
 
 Hand-rolled because no library does these for any LangChain chat model: LangChain's clients
 pass no deadline by default, retry without ``Retry-After`` where they retry at all, and bind
@@ -46,7 +50,7 @@ import time
 from collections.abc import Callable, Generator
 from contextvars import Context as VarContext
 from contextvars import copy_context
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -59,6 +63,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 
 from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
+from planexec.llm.endpoint import endpoint_of
 from planexec.runtime import workers
 from planexec.runtime.daemon_loop import DaemonLoop
 
@@ -500,16 +505,30 @@ class ProviderFailure:
     message: str
     may_pass: bool
     retry_after: float | None = None
+    endpoint: str | None = None
+    """Where the request went (:func:`planexec.llm.endpoint.endpoint_of`), when the error says."""
 
     def said(self, who: str, why: str) -> str:
-        """Return the error's message for a user: the provider's words, and what planexec did."""
+        """Return the error's message for a user: the provider's words, and what planexec did.
+
+        It names the endpoint the request went to, when known: a bad base URL fails every
+        call the same way, and only the URL tells which setting is wrong.
+        """
         head = f"HTTP {self.status}" if self.status is not None else "no HTTP status"
         code = f" {self.code}" if self.code else ""
-        return f"the {who}'s provider failed the call ({head}{code}): {self.message} ({why})"
+        at = f" at {self.endpoint}" if self.endpoint else ""
+        return f"the {who}'s provider{at} failed the call ({head}{code}): {self.message} ({why})"
 
 
 def provider_failure(exc: BaseException) -> ProviderFailure | None:
     """Read an HTTP client's error (openai, anthropic, httpx and alike); None for other errors."""
+    failure = _provider_failure(exc)
+    if failure is None:
+        return None
+    return replace(failure, endpoint=endpoint_of(exc))
+
+
+def _provider_failure(exc: BaseException) -> ProviderFailure | None:
     response = getattr(exc, "response", None)
     status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
     if isinstance(status, int) and response is not None:

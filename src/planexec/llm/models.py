@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, ensure_config
@@ -26,7 +27,9 @@ from langgraph.constants import TAG_NOSTREAM
 
 from planexec.context import DEFAULT_TIMEOUTS, Context
 from planexec.errors import ConfigurationError
+from planexec.guarantees.secrets import scrub_text
 from planexec.llm.calls import Limits
+from planexec.llm.endpoint import shown_endpoint
 from planexec.llm.scrubbed import ScrubbedChatModel
 
 MISSING_KEY = (
@@ -124,8 +127,25 @@ def provider_model(spec: str, limits: Limits | None = None) -> BaseChatModel:
     if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
         raise ConfigurationError(MISSING_KEY)
     base_url = os.environ.get("OPENAI_BASE_URL") if provider == "openai" else None
+    if base_url:
+        _check_base_url(base_url)
     limits = limits or Limits()
     return _initialised(provider, name, base_url, limits.connect, limits.idle)
+
+
+def _check_base_url(url: str) -> None:
+    """Refuse an ``OPENAI_BASE_URL`` no client can call, in one line naming it.
+
+    Without a scheme (``localhost:8000/v1``) or with a port out of range, every call would
+    fail with the client's bare "Connection error." (or a crash inside its connection code).
+    """
+    if shown_endpoint(url) is not None and urlsplit(url).scheme in ("http", "https"):
+        return
+    shown = scrub_text(url.split("?", 1)[0])
+    raise ConfigurationError(
+        f"OPENAI_BASE_URL {shown!r} is not a server's URL: give http:// or https://, a host "
+        "and a port from 1 to 65535, and the API's path (e.g. http://localhost:11434/v1)"
+    )
 
 
 # Providers whose clients retry by themselves: planexec.llm.calls is the one retry layer of

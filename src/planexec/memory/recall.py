@@ -1,9 +1,11 @@
 """The planner's memory: a plan for the task from an approved template, or None.
 
 A template of the same shape gives its plan with the new task's values, no model call; a
-similar one is adapted by the cheap model (the executor's) in one call with a small prompt. The
-plan is validated like any plan; a miss, a damaged template or an invalid adaptation returns
-None and the planner plans as usual. Memory never fails a run.
+similar one is adapted by the cheap model (the executor's) in one call, only when that call's
+prompt is smaller than the planner's would be (:func:`adaptation` decides, before any call):
+it shows the template's plan compactly, with only the tools the plan uses. The plan is
+validated like any plan; a miss, a damaged template, an adaptation that would not cost less
+or an invalid one returns None and the planner plans as usual. Memory never fails a run.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from planexec.context import Context
 from planexec.drafting import Drafting, drafting
 from planexec.llm import prompts
 from planexec.memory.store import PlanMemory, Recalled, Template
-from planexec.memory.templates import filled
+from planexec.memory.templates import compact_plan, filled, tools_used
 from planexec.plan import Plan, PlanValidationError, goal_of_task, validate_plan
+from planexec.plan.checks import tool_summary
+from planexec.plan.shapes import compact
 from planexec.state import State
 from planexec.tools.registry import ToolRegistry
 
@@ -102,17 +106,52 @@ def filled_plan(found: Recalled, tools: ToolRegistry, ctx: Context) -> FromMemor
     return FromMemory(plan, origin_of(found, plan))
 
 
-def adapting(found: Recalled, task: str, tools: ToolRegistry, ctx: Context) -> Drafting:
-    """Return the cheap model's conversation: adapt a similar template's plan (no repair)."""
-    shown = json.dumps(
-        {"task": found.template.get("task"), "plan": found.template.get("plan")}, default=str
-    )[:20_000]
+def adaptation(found: Recalled, task: str, tools: ToolRegistry, ctx: Context) -> Drafting | None:
+    """Return the cheap model's conversation adapting a similar template, or None.
+
+    The model sees the planner's rules, the template's task and plan in the compact format,
+    and only the tools that plan uses, one line each (:func:`tool_lines`). None for a
+    template of the same shape (no model call is needed), a damaged one, or one whose
+    adaptation prompt is not smaller than the planner's prompt for the task would be (its
+    rules, every tool and the task, counted without the workspace's file listing, which only
+    makes planning dearer). The one place that decides whether memory asks a model.
+    """
+    if found.how != "similar":
+        return None
+    try:
+        plan = found.template["plan"]
+        shown = json.dumps(
+            {"task": found.template.get("task"), "plan": compact_plan(plan)},
+            ensure_ascii=False,
+            default=str,
+        )
+        listed = tool_lines(tools, tools_used(plan))
+    except Exception:  # a damaged template is no template
+        log.warning("plan memory template unreadable; planning as usual", exc_info=True)
+        return None
     messages: list[BaseMessage] = [
-        SystemMessage(
-            prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())
-        ),
+        SystemMessage(prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=listed)),
         HumanMessage(prompts.ADAPT_TEMPLATE.format(template=shown, task=task)),
     ]
+    planning = prompts.PLANNER_SYSTEM.format(max_steps=ctx.max_steps, tools=tools.describe())
+    planning += prompts.PLANNER_TASK.format(task=task, files="")
+    if sum(len(str(m.content)) for m in messages) >= len(planning):
+        log.info("plan memory: adapting would cost more than planning; planning as usual")
+        return None
     return drafting(
         messages, tools, max_steps=ctx.max_steps, max_repairs=0, goal=goal_of_task(task)
     )
+
+
+def tool_lines(tools: ToolRegistry, names: set[str]) -> str:
+    """Describe the named tools one line each: what it does, its arguments, what it returns.
+
+    Enough to adapt a plan that already uses them (the planner sees full schemas).
+    """
+    lines = []
+    for name in sorted(n for n in names if n in tools):
+        args = tools.args_json_schema(name)
+        returns = tools.output_schema(name)
+        line = f"- {tool_summary(name, tools)}. Arguments: {compact(args) if args else 'any'}"
+        lines.append(line + (f"; returns {compact(returns)}" if returns else ""))
+    return "\n".join(lines)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from planexec.plan.references import iter_references
+
 FILE = r"[\w.-]+\.(?:csv|tsv|txt|md|json|parquet|xlsx|xls|png|html)"
 SPECIFIC = re.compile(
     rf"`[^`]+`|\"[^\"]+\"|'[^']+'|{FILE}|\d{{4}}-\d{{2}}(?:-\d{{2}})?|\d+(?:\.\d+)?"
@@ -162,3 +164,41 @@ def filled(value: Any, values: list[str]) -> Any:
     if isinstance(value, list):
         return [filled(v, values) for v in value]
     return value
+
+
+def tools_used(plan: dict[str, Any]) -> set[str]:
+    """Return the names of the tools a (full-format) plan's steps call or may call."""
+    used: set[str] = set()
+    for step in plan.get("steps") or []:
+        if isinstance(step, dict):
+            used.update(str(t) for t in [step.get("tool"), *(step.get("tools") or [])] if t)
+    return used
+
+
+def compact_plan(plan: dict[str, Any]) -> dict[str, Any]:
+    """Return a full-format plan in the compact format a planner writes (and reads back).
+
+    What the full format derives is left out: ids in order, dependencies its references
+    imply, tool steps' descriptions (a tool step says what it does), empty fields.
+    """
+    steps = [s for s in plan.get("steps") or [] if isinstance(s, dict)]
+    in_order = [s.get("id") for s in steps] == list(range(1, len(steps) + 1))
+    compact = []
+    for step in steps:
+        tool, args = step.get("tool"), step.get("args") or {}
+        out: dict[str, Any] = {} if in_order else {"id": step.get("id")}
+        if tool:
+            out[str(tool)] = args
+        else:
+            out["description"] = step.get("description", "")
+            out |= {k: step[k] for k in ("args", "tools") if step.get(k)}
+        referenced = {ref for ref, _ in iter_references(args, step.get("id"))}
+        extra = [d for d in step.get("depends_on") or [] if d not in referenced]
+        out |= {"depends_on": extra} if extra else {}
+        out |= {
+            k: v
+            for k, v in step.items()
+            if k in {"expected_output", "on_failure"} and v not in (None, "")
+        }
+        compact.append(out)
+    return {"goal": plan.get("goal"), "steps": compact}

@@ -40,7 +40,7 @@ from planexec.review.decisions import (
     response_schema,
 )
 from planexec.review.policy import effective_policy, needs_approval
-from planexec.review.request import approval_request
+from planexec.review.request import approval_request, invalid_plan
 from planexec.state import (
     ApprovalRecord,
     ApprovedPlan,
@@ -118,10 +118,7 @@ def _decide(
     record = ApprovalRecord(version=plan["version"], digest=digest)
     if isinstance(decision, Approve):
         if problems:
-            raise AnswerRefused(
-                "this plan is invalid and cannot be approved (edit, reject or cancel it): "
-                + "; ".join(problems)
-            )
+            raise AnswerRefused(invalid_plan(problems))
         return _approved(plan, digest, "approve")
     if isinstance(decision, Reject):
         return {

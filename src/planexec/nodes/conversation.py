@@ -15,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
+from planexec.review.describe import escaped, markdown_prose
 from planexec.review.request import ApprovalRequest
 from planexec.state import FinalResult
 
@@ -47,12 +48,12 @@ def input_task(value: dict[str, Any]) -> str | None:
 
 def answer_message(final: FinalResult) -> AIMessage:
     """Return the run's answer as the chat shows it: the answer (no images), then its files."""
-    # "![" escaped: a chat UI renders the answer as Markdown, and an image in a step's output
-    # would be fetched by the reader's browser at once (a link needs a click)
+    # a chat UI renders the answer as Markdown: no image (the reader's browser would fetch it
+    # at once) and no math ("$5 and $6" is a LaTeX formula there), final["answer"] unchanged
     text = final["answer"]
     if final["artifacts"]:
         text += "\n\nFiles: " + ", ".join(final["artifacts"])
-    return AIMessage(text.replace("![", "\\!["), name="planexec")
+    return AIMessage(markdown_prose(text), name="planexec")
 
 
 def approval_message(request: ApprovalRequest, position: int) -> AIMessage:
@@ -61,7 +62,7 @@ def approval_message(request: ApprovalRequest, position: int) -> AIMessage:
     ``position`` (the number of messages before it) makes its id unique in the thread.
     """
     error = request["error"]
-    lines = [f"**Your answer was not accepted:** {error}", ""] if error else []
+    lines = [f"**Your answer was not accepted:** {escaped(error, 4000)}", ""] if error else []
     lines.append(request["description"])
     allowed = request["review_configs"][0]["allowed_decisions"]
     lines += ["", f"This plan awaits your decision: {', '.join(allowed)}."]

@@ -1,7 +1,18 @@
-"""Finalizer node: the run's answer from its results, or a clear partial result naming failures."""
+"""Finalizer node: the run's answer from its results, or a clear partial result naming failures.
+
+The answer says what came out, never the plan's goal or a step's title alone
+(:func:`result_steps`): the output of every succeeded step that no succeeded step depends on
+(the plan's last steps; in a run that failed part way, the last results it reached), and for
+such a step that acts (a tool with side effects: it writes, sends, deletes) also the outputs
+it acted on, those of the steps it depends on directly. Each is shown as
+:func:`shown_result` says: a text output as written (an executor model's answer, a tool's
+text), a short value inline, a long or spilled one by its preview and where to read it whole;
+the files a step wrote are named.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any
@@ -49,9 +60,14 @@ def _artifacts(
     return made
 
 
+INLINE_VALUE_CHARS = 300
+"""Longest value (as compact JSON) the answer shows whole; a longer one by its preview."""
+
+
 def finalize(state: State, *, outputs: OutputStore, tools: ToolRegistry) -> dict[str, Any]:
     """Summarise the run (status, answer, files made, what failed) and answer in the chat."""
-    final = final_result(state, outputs, tools)
+    thread = get_config().get("configurable", {}).get("thread_id")
+    final = final_result(state, outputs, tools, thread=str(thread) if thread else None)
     stop = state.get("budget_stop")
     if stop and final["status"] != "succeeded":  # a spent budget ended it: say which
         final["budget"] = stop
@@ -72,8 +88,59 @@ def _over_budget(state: State) -> BudgetStop | None:
     return over if over is not None and over["spent"] > over["limit"] else None
 
 
-def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> FinalResult:
-    """Return the run's status, answer, files made, and what failed and why."""
+def result_steps(steps: list[StepDoc], succeeded: set[int], tools: ToolRegistry) -> list[StepDoc]:
+    """Return the steps whose outputs answer the task, in plan order (see the module's docstring).
+
+    Every succeeded step no succeeded step depends on; for one that acts (side effects), also
+    the succeeded steps it depends on directly (what it wrote or sent came from them).
+    """
+    needed = {d for s in steps if s["id"] in succeeded for d in s["depends_on"]}
+    sinks = [s for s in steps if s["id"] not in needed and s["id"] in succeeded]
+    chosen = {s["id"] for s in sinks}
+    chosen |= {d for s in sinks if _acts(s, tools) for d in s["depends_on"] if d in succeeded}
+    return [s for s in steps if s["id"] in chosen]
+
+
+def _acts(step: StepDoc, tools: ToolRegistry) -> bool:
+    tool = step["tool"]
+    return tool is not None and (tool not in tools or tools.has_side_effects(tool))
+
+
+def shown_result(
+    step: StepDoc, record: Mapping[str, Any], made: list[str], thread: str | None
+) -> str:
+    """Return how the answer shows one result step.
+
+    A text output as written; the files it wrote, named; a short value inline (compact JSON);
+    a longer one, or one spilled to a file, by its preview and where to read it whole.
+    """
+    about = " ".join(step["description"].split())
+    label = f"Step {step['id']} ({about if len(about) <= 80 else about[:79] + '…'})"
+    output, spilled = record.get("output"), record.get("output_file")
+    if made:
+        return f"{label} wrote {', '.join(made)}"
+    if isinstance(output, str) and output.strip():
+        return output
+    if spilled is not None or output is not None:
+        text = json.dumps(output, ensure_ascii=False, default=str) if spilled is None else ""
+        if spilled is None and len(text) <= INLINE_VALUE_CHARS:
+            return f"{label}: {text}"
+        where = (
+            f"planexec show {thread} --output {step['id']}"
+            if thread
+            else f"planexec.storage.outputs.output_of(steps['{step['id']}'], store)"
+        )
+        return f"{label}: {record.get('summary', '')} (the whole output: {where})"
+    return f"{label}: done (no output)"
+
+
+def final_result(
+    state: State, outputs: OutputStore, tools: ToolRegistry, *, thread: str | None = None
+) -> FinalResult:
+    """Return the run's status, answer, files made, and what failed and why.
+
+    ``thread``: the run's thread id, to say where a spilled result is read whole.
+    """
     plan = state.get("plan")
     records = current_records(plan, state.get("steps") or {}) if plan else {}
     approval = state.get("approval") or {}
@@ -124,21 +191,12 @@ def final_result(state: State, outputs: OutputStore, tools: ToolRegistry) -> Fin
         if status_of[s["id"]] == "succeeded"
         for a in _artifacts(s, records[record_key(s["id"])], outputs, tools)
     ]
-    needed = {d for s in steps for d in s["depends_on"]}
-    sinks = [s for s in steps if s["id"] not in needed and status_of[s["id"]] == "succeeded"]
+    succeeded = {sid for sid, status in status_of.items() if status == "succeeded"}
     lines = []
-    for sink in sinks:
-        output = records[record_key(sink["id"])].get("output")  # a spilled one: its summary below
-        made = _artifacts(sink, records[record_key(sink["id"])], outputs, tools)
-        if isinstance(output, str):
-            lines.append(output)
-        elif made:
-            lines.append(f"Step {sink['id']} ({sink['description']}) wrote {', '.join(made)}")
-        else:
-            lines.append(
-                f"Step {sink['id']} ({sink['description']}): "
-                f"{records[record_key(sink['id'])].get('summary', '')}"
-            )
+    for result in result_steps(steps, succeeded, tools):
+        record = records[record_key(result["id"])]
+        made = _artifacts(result, record, outputs, tools)
+        lines.append(shown_result(result, record, made, thread))
     status: FinalStatus
     if not failed:
         status = "succeeded"

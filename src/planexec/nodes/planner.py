@@ -26,7 +26,7 @@ from planexec.execution.streaming import (
 from planexec.guarantees.budget import Budget, BudgetExhausted, run_budget, spending, stopped
 from planexec.llm import models, prompts
 from planexec.llm.usage import UsageCounter
-from planexec.memory.recall import FromMemory, adapting, filled_plan, origin_of, recall
+from planexec.memory.recall import FromMemory, adaptation, filled_plan, origin_of, recall
 from planexec.nodes.executor import arun_step, run_step
 from planexec.plan import goal_of_task, to_doc
 from planexec.plan.doc import plan_digest
@@ -116,12 +116,13 @@ def plan(
     if found is not None:
         remembered = filled_plan(found, tools, ctx)
         memory_counter = UsageCounter("memory")
-        if remembered is None and found.how == "similar":
+        adapting = None if remembered else adaptation(found, state["task"], tools, ctx)
+        if adapting is not None:
             model = chat_models.for_role("executor", ctx)
             config = memory_counter.config(models.internal_call("plan memory model"))
             try:
                 with spending(budget):
-                    draft = draft_plan(model, adapting(found, state["task"], tools, ctx), config)
+                    draft = draft_plan(model, adapting, config)
             except BudgetExhausted as exc:
                 return stopped(exc.stop, budget, memory_counter)
             except Exception:  # memory never fails a run: the planner plans
@@ -162,13 +163,13 @@ async def aplan(
     if found is not None:
         remembered = filled_plan(found, tools, ctx)
         memory_counter = UsageCounter("memory")
-        if remembered is None and found.how == "similar":
+        adapting = None if remembered else adaptation(found, state["task"], tools, ctx)
+        if adapting is not None:
             model = await asyncio.to_thread(chat_models.for_role, "executor", ctx)
             config = memory_counter.config(models.internal_call("plan memory model"))
             try:
                 with spending(budget):
-                    conversation = adapting(found, state["task"], tools, ctx)
-                    draft = await adraft_plan(model, conversation, config)
+                    draft = await adraft_plan(model, adapting, config)
             except BudgetExhausted as exc:
                 return stopped(exc.stop, budget, memory_counter)
             except Exception:  # memory never fails a run: the planner plans

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from planexec.plan.references import REFERENCE, iter_references
+from planexec.plan.references import is_whole_reference, iter_references
 from planexec.plan.shapes import (
     ShapeError,
     Shapes,
@@ -54,7 +54,7 @@ def check_step(
             "model's instructions)"
         )
     errors.extend(_check_step_tools(step, tools))
-    refs = {ref for ref, _ in iter_references(step.args)}
+    refs = {ref for ref, _ in iter_references(step.args, step.id)}
     for dep in step.depends_on:
         if dep == step.id:
             errors.append(f"step {step.id} depends on itself")
@@ -81,7 +81,7 @@ def check_references(
     errors: dict[str, None] = {}  # each problem once, however often an argument repeats it
     places = _argument_places(step, tools)
     for name, value in step.args.items():
-        for ref, path in iter_references(value):
+        for ref, path in iter_references(value, step.id):
             producer = producers.get(ref)
             schema = tools.output_schema(producer) if producer in tools else None
             if schema is None:
@@ -98,7 +98,7 @@ def check_references(
             wanted = places.get(name)
             if wanted is None or not isinstance(value, str):
                 continue
-            whole = REFERENCE.fullmatch(value)
+            whole = is_whole_reference(value)
             given = json_types(reached) if whole else frozenset({"string"})
             if not fits(given, json_types(wanted)):
                 said = where if whole else repr(value)
@@ -137,7 +137,7 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
         return _check_json_args(step, tools.args_json_schema(tool))
     fields = schema.model_fields
     errors = _unknown_arguments(step, list(fields))
-    deferred = {name for name, value in step.args.items() if any(iter_references(value))}
+    deferred = {name for name, value in step.args.items() if any(iter_references(value, step.id))}
     try:
         schema.model_validate({k: v for k, v in step.args.items() if k in fields})
     except ValidationError as exc:
@@ -171,7 +171,7 @@ def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
         return []
     closed = schema.get("additionalProperties") in (None, False)
     errors = _unknown_arguments(step, list(map(str, properties))) if closed else []
-    deferred = {name for name, value in step.args.items() if any(iter_references(value))}
+    deferred = {name for name, value in step.args.items() if any(iter_references(value, step.id))}
     if deferred:  # what keys are present is known only at run time: each argument alone
         required = [r for r in schema.get("required") or [] if r not in deferred]
         shared: dict[str, Any] = {

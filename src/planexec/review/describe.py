@@ -3,6 +3,11 @@
 Chat UIs render it (Agent Chat UI shows it in the chat, above the approval's controls): the
 plan's own words are shown as text or code, never as Markdown, so a plan cannot show an image
 (which the reviewer's browser would fetch at once), a link or HTML.
+
+This module is the one place that makes text Markdown-safe for a human: :func:`escaped` (plain
+text: every markup character escaped) and :func:`markdown_prose` (Markdown kept, but no image
+and no math). Dollar signs are escaped in both: Agent Chat UI reads ``$…$`` as a LaTeX formula,
+so "$0.0011–$0.0063" would render as math. JSON fields programs read are never escaped.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ ARG_CELL = 80
 """Characters of a step's args shown in the description's table."""
 PRODUCES_CELL = 100
 """Characters of a step's output shape shown in the description's table."""
-MARKUP = re.compile(r"([\\`*_\[\]<>!|~])")
-"""Characters that start Markdown markup (links, images, HTML, code, emphasis, table cells)."""
+MARKUP = re.compile(r"([\\`*_\[\]<>!|~$])")
+"""Characters that start Markdown markup (links, images, HTML, code, emphasis, table cells,
+math)."""
+PROSE_MARKUP = re.compile(r"(?<!\\)(\$|!\[)")
+"""What Markdown prose may not start: math (``$``) and images (``![``)."""
 
 
 class ModelCallEstimate(TypedDict):
@@ -86,7 +94,7 @@ def describe(
         f"Model calls to run it: {calls['low']}"
         + (f" to {calls['high']}" if calls["high"] != calls["low"] else "")
         + " (if no step is retried).",
-        *(_one_line(line, 300) for line in estimate),
+        *(escaped(line, 300) for line in estimate),
     ]
     if problems:
         lines += ["", "**Cannot run as it is:** " + "; ".join(_cell(p, 200) for p in problems)]
@@ -101,6 +109,16 @@ def _one_line(text: str, limit: int) -> str:
 def escaped(text: str, limit: int) -> str:
     """Return ``text`` as plain Markdown text: one line, markup escaped, cut at ``limit``."""
     return _cell(text, limit)
+
+
+def markdown_prose(text: str) -> str:
+    """Return Markdown text (an answer, a report) fit to show a human: ``$`` and ``![`` escaped.
+
+    Its other markup is kept. A chat UI reads ``$…$`` as a LaTeX formula (Agent Chat UI
+    does), and renders an image at once, which the reader's browser fetches (a link needs a
+    click).
+    """
+    return PROSE_MARKUP.sub(r"\\\1", text)
 
 
 def _cell(text: str, limit: int) -> str:

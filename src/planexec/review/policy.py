@@ -10,11 +10,15 @@ from planexec.tools.registry import ToolRegistry
 POLICY_ORDER: dict[ApprovalPolicy, int] = {"never": 0, "first": 1, "always": 2}
 
 
-def effective_policy(operator: ApprovalPolicy, requested: ApprovalPolicy) -> ApprovalPolicy:
-    """Return the stricter of the operator's policy and the one a run asks for.
+def effective_policy(operator: ApprovalPolicy, requested: ApprovalPolicy | None) -> ApprovalPolicy:
+    """Return the policy in force: the operator's, or the stricter one a run asks for.
 
-    A run (its context, e.g. over the API) may ask for more approvals, never for fewer.
+    The operator's (``build_graph(approval=...)``, else ``$PLANEXEC_APPROVAL``, else
+    ``first``) is the policy of every run that sets none (``Context.approval`` unset); a run
+    (its context, e.g. over the API) may ask for more approvals, never for fewer.
     """
+    if requested is None:
+        return operator
     return max(operator, requested, key=POLICY_ORDER.__getitem__)
 
 

@@ -18,6 +18,25 @@ from planexec.tools.registry import ToolRegistry
 
 PRODUCES_LIMIT = 160
 """Characters of a step's output shape the approval shows."""
+INVALID_PLAN = "this plan is invalid and cannot be approved (edit, reject or cancel it): "
+"""How a refusal to approve an invalid plan begins (its problems follow)."""
+
+
+def invalid_plan(problems: list[str]) -> str:
+    """Say why approving a plan with these problems is refused."""
+    return INVALID_PLAN + "; ".join(problems)
+
+
+def refusal_now(error: str | None, problems: list[str]) -> str | None:
+    """Return why the previous answer was refused, as it holds for the plan now.
+
+    A refusal of an invalid plan is about its problems, which depend on the tools of the run
+    that asks (a resume may bring the tools the plan names): it names the problems found now,
+    and is gone when there are none.
+    """
+    if error and error.startswith(INVALID_PLAN):
+        return invalid_plan(problems) if problems else None
+    return error
 
 
 class ApprovalRequest(HitlFields):
@@ -37,7 +56,9 @@ class ApprovalRequest(HitlFields):
     produces: dict[str, str]
     """What each tool step's tool declares it returns, in a line (step id: shape)."""
     side_effect_notes: NotRequired[dict[str, str]]
-    """Why some of them are side-effecting (an MCP tool's ``destructive per the server's hint``)."""
+    """Why some of them are side-effecting: an MCP tool's ``destructive per the server's hint``,
+    ``side effects not declared`` for a tool that declares nothing
+    (:meth:`~planexec.tools.registry.ToolRegistry.side_effect_note`)."""
     problems: list[str]
     """Why the plan is invalid (it can then be edited, rejected or cancelled, not approved)."""
     error: str | None
@@ -63,7 +84,7 @@ def approval_request(
     proposed = state.get("proposed")
     previous = state.get("approval") or {}
     asked_again = previous.get("action") in ("refused", "not_approved", "presented")
-    error = previous.get("error") if asked_again else None
+    error = refusal_now(previous.get("error"), problems) if asked_again else None
     side_effects = [t for t in plan_tools(plan) if tools.has_side_effects(t)]
     produced = produces(plan, tools)
     notes = {t: note for t in side_effects if (note := tools.side_effect_note(t))}

@@ -28,7 +28,7 @@ from planexec.runs.reading import (
 from planexec.runs.request import RunRequest, sandbox_for, saved_context
 from planexec.runs.streaming import Stopped, adrive, drive, resume_payload
 from planexec.runs.types import Decide, OnEvent, RunResult, ThreadState, ThreadSummary
-from planexec.tools import ToolRegistry
+from planexec.tools import ToolRegistry, ToolsLike
 from planexec.tools.sandbox import Sandbox
 
 
@@ -52,7 +52,7 @@ class Runs:
         checkpointer: BaseCheckpointSaver[Any],
         *,
         db: str | None = None,
-        tools: ToolRegistry | None = None,
+        tools: ToolsLike | None = None,
         approval: ApprovalPolicy | None = None,
         store: BaseStore | None = None,
         models: Mapping[str, BaseChatModel] | None = None,
@@ -62,14 +62,15 @@ class Runs:
         ``store`` keeps plan memory's templates (:mod:`planexec.memory`); none: no memory.
         ``models`` pins a role's chat model for every run (``build_graph(models=...)``).
         """
-        self.checkpointer, self.db, self.tools, self.approval = checkpointer, db, tools, approval
+        self.checkpointer, self.db, self.approval = checkpointer, db, approval
+        self.tools = ToolRegistry.of(tools) if tools is not None else None
         self.store, self.models = store, models
         self._graphs: dict[tuple[Sandbox | None, str | None], PlanexecGraph] = {}
 
     @classmethod
     @contextmanager
     def open(
-        cls, db: str, *, tools: ToolRegistry | None = None, approval: ApprovalPolicy | None = None
+        cls, db: str, *, tools: ToolsLike | None = None, approval: ApprovalPolicy | None = None
     ) -> Iterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods.
 
@@ -81,7 +82,7 @@ class Runs:
     @classmethod
     @asynccontextmanager
     async def aopen(
-        cls, db: str, *, tools: ToolRegistry | None = None, approval: ApprovalPolicy | None = None
+        cls, db: str, *, tools: ToolsLike | None = None, approval: ApprovalPolicy | None = None
     ) -> AsyncIterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the async methods."""
         async with aopen_saver(db) as saver, aopen_store(db) as store:

@@ -19,7 +19,7 @@ from planexec.errors import WorkspaceError
 from planexec.plan import PlanValidationError, goal_of_task, to_doc, validate_plan
 from planexec.runs.db import RunError, is_postgres
 from planexec.state import PlanDoc
-from planexec.tools import ToolRegistry, Workspace, default_registry
+from planexec.tools import ToolRegistry, ToolsLike, Workspace, default_registry
 from planexec.tools.sandbox import Sandbox, check_thread_id
 
 PathLike = str | os.PathLike[str]
@@ -50,13 +50,14 @@ def new_run(
     thread_id: str | None = None,
     context: Context | None = None,
     db: str | None = None,
-    tools: ToolRegistry | None = None,
+    tools: ToolsLike | None = None,
 ) -> RunRequest:
     """Check a new run: ``task`` for the planner, or ``plan`` (a file or a dict) to approve.
 
-    ``workspace`` is the one folder its tools may use (copies of ``data`` go there); without
-    it, runs get the default layout of ``build_graph``. ``db`` (the run database) may not lie
-    inside the workspace, where tools could change it.
+    ``workspace`` is the one folder its tools may use (a path; copies of ``data`` go there);
+    without it, the thread's own folder below the workspace root, where ``build_graph`` puts
+    it (:func:`workspace_for`), or the context's ``shared_folder`` there. ``db`` (the run
+    database) may not lie inside the workspace, where tools could change it.
 
     Example::
 
@@ -64,8 +65,9 @@ def new_run(
     """
     tid = check_thread_id(thread_id if thread_id is not None else str(uuid.uuid4()))
     ctx = context if context is not None else Context()
-    sandbox = sandbox_for(workspace, db) if workspace is not None else None
-    registry = tools if tools is not None else default_registry()
+    named = workspace is None and ctx.shared_folder is not None  # build_graph's layout
+    sandbox = None if named else workspace_for(workspace, tid, db)
+    registry = ToolRegistry.of(tools) if tools is not None else default_registry()
     goal = goal_of_task(task) if task else None  # of a plan that states none
     if isinstance(plan, Mapping):
         doc: PlanDoc | None = plan_doc(plan, registry, ctx.max_steps, "plan", goal)
@@ -81,6 +83,20 @@ def new_run(
             raise RunError("data files need a workspace folder to be copied into")
         copy_data(files, sandbox.root)
     return RunRequest(tid, task or (doc["goal"] if doc else ""), ctx, sandbox, doc)
+
+
+def workspace_for(folder: PathLike | None, thread_id: str, db: str | None) -> Sandbox:
+    """Return the sandbox of a new run: ``folder``, else its thread's own folder.
+
+    The one default place of a run's files: ``ROOT/threads/THREAD_ID`` with spilled outputs in
+    ``ROOT/.planexec/outputs``, ``ROOT`` being ``$PLANEXEC_WORKSPACE_ROOT``, else
+    ``./planexec-workspaces`` — where ``build_graph`` keeps a thread's files. A run database
+    inside the folder is refused (:func:`sandbox_for`).
+    """
+    if folder is not None:
+        return sandbox_for(folder, db)
+    root = Sandbox.at()
+    return sandbox_for(root.workspace_path(None, thread_id), db, str(root.outputs))
 
 
 def sandbox_for(folder: PathLike, db: str | None, outputs: str | None = None) -> Sandbox:
@@ -191,6 +207,11 @@ def run_settings(context: Context, sandbox: Sandbox | None) -> dict[str, Any]:
 
 
 def saved_context(saved: Mapping[str, Any]) -> Context:
-    """Rebuild a run's context from its saved settings (fields it no longer has are dropped)."""
+    """Rebuild a run's context from its saved settings (fields it no longer has are dropped).
+
+    A run saved before ``workspace`` was renamed ``shared_folder`` keeps its shared folder.
+    """
     names = {f.name for f in fields(Context)}
-    return Context(**{k: v for k, v in saved.items() if k in names})
+    old = saved.get("workspace")
+    renamed = {"shared_folder": old} if old and not os.path.isabs(str(old)) else {}
+    return Context(**renamed, **{k: v for k, v in saved.items() if k in names})

@@ -29,8 +29,10 @@ def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalReque
     """Pass events on; return the approval request an update carries, if any.
 
     Besides the graph's own step events, ``on_event`` sees ``node_started`` and
-    ``node_finished`` (``node``: planner, replanner, evaluator, ...) and ``plan_changed``
-    (``plan``, ``by``: the node that made it), so a watcher can show who is at work and every
+    ``node_finished`` (``node``: planner, replanner, evaluator, ...; ``failed``: the node
+    raised or wrote an ``error``, so its work was not done), ``plan_changed``
+    (``plan``, ``by``: the node that made it) and ``plan_approved`` (``by``: ``reviewer`` or
+    ``policy``, once the approval accepted it), so a watcher can show who is at work and every
     plan version before it runs.
     """
     if chunk_mode == "updates" and "__interrupt__" in chunk:
@@ -41,12 +43,20 @@ def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalReque
     if chunk_mode == "custom":
         on_event(chunk)
     elif chunk_mode == "tasks":
-        started = "input" in chunk
-        on_event({"event": "node_started" if started else "node_finished", "node": chunk["name"]})
+        if "input" in chunk:
+            on_event({"event": "node_started", "node": chunk["name"]})
+        else:  # a node that raised, or ended the run with an error, did not do its work
+            result = chunk.get("result")
+            ended = isinstance(result, dict) and bool(result.get("error"))
+            failed = chunk.get("error") is not None or ended
+            on_event({"event": "node_finished", "node": chunk["name"], "failed": failed})
     else:
         for node, update in chunk.items():
             if isinstance(update, dict) and isinstance(update.get("plan"), dict):
                 on_event({"event": "plan_changed", "by": node, "plan": update["plan"]})
+            if isinstance(update, dict) and isinstance(update.get("approved"), dict):
+                approved = update["approved"]
+                on_event({"event": "plan_approved", "by": str(approved.get("by"))})
     return None
 
 

@@ -20,8 +20,9 @@ class StepEvent(TypedDict, total=False):
     ``index``-th step as ``written`` (not yet validated), of attempt ``draft``, ``by`` a role.
     Under approval ``never`` a ``plan_step_started`` event (``by``, ``index``, ``step``) says
     that the ``index``-th written step starts now, as step ``step``, before the plan is whole.
-    The runs API adds ``node_started``/``node_finished`` (``node``) and ``plan_changed``
-    (``plan``, ``by`` the node that made it).
+    The runs API adds ``node_started``/``node_finished`` (``node``; ``failed``: the node raised,
+    its work did not complete), ``plan_changed`` (``plan``, ``by`` the node that made it) and
+    ``plan_approved`` (``by``: ``reviewer`` or ``policy``, once the approval accepted the plan).
     """
 
     event: str
@@ -37,6 +38,7 @@ class StepEvent(TypedDict, total=False):
     index: int
     written: dict[str, Any]
     node: str
+    failed: bool
     plan: PlanDoc
 
 

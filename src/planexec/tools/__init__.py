@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planexec.tools.registry import ToolRegistry
+from planexec.tools.registry import ToolRegistry, ToolsLike
 from planexec.tools.workspace import Workspace, current_workspace, use_workspace
 
 
@@ -19,4 +19,11 @@ def default_registry() -> ToolRegistry:
     return registry
 
 
-__all__ = ["ToolRegistry", "Workspace", "current_workspace", "default_registry", "use_workspace"]
+__all__ = [
+    "ToolRegistry",
+    "ToolsLike",
+    "Workspace",
+    "current_workspace",
+    "default_registry",
+    "use_workspace",
+]

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from langchain_core.tools import BaseTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel, create_model
 
+from planexec.errors import ConfigurationError, ToolNameClashError
 from planexec.plan.compact import STEP_FIELDS
 from planexec.plan.shapes import compact
 from planexec.runtime.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
@@ -17,6 +18,17 @@ from planexec.tools import returns
 from planexec.tools.returns import OUTPUT_SCHEMA
 
 SIDE_EFFECTS = "side_effects"
+"""Metadata key of whether a tool writes, deletes or sends something (True or False).
+
+A tool that does not declare it counts as side-effecting (:meth:`ToolRegistry.has_side_effects`).
+"""
+UNDECLARED_NOTE = "side effects not declared"
+"""Why an approval names a tool that declares nothing as side-effecting."""
+ACCEPTED = (
+    "a ToolRegistry or an iterable of LangChain tools and plain functions "
+    "(e.g. [my_tool, my_function] or [*default_registry(), my_tool])"
+)
+"""What ``build_graph(tools=...)`` and :meth:`ToolRegistry.of` accept."""
 FILE_FIELDS = "file_fields"
 TYPICAL_LATENCY = "typical_latency"
 """Metadata key of a tool's typical seconds a call (slots and the approval's estimate use it)."""
@@ -32,6 +44,16 @@ class ToolRegistry:
 
         registry.register(my_tool, side_effects=True, file_fields=["path"])
 
+    **Fail safe:** a tool that does not declare its side effects counts as side-effecting
+    (approval under the ``first`` policy, the approval's ``side_effect_tools`` and a note
+    ``side effects not declared``). Declare them with ``register(..., side_effects=False)``,
+    in the tool's own ``metadata={"side_effects": False}`` (any LangChain tool; after ``@tool``
+    set ``my_tool.metadata = {...}``), or for an MCP tool by its server's hints.
+    :meth:`has_side_effects` is the one place that decides.
+
+    A name is one tool's: registering another tool under it is a
+    :class:`~planexec.errors.ToolNameClashError` naming both, unless ``replace=True``.
+
     What a tool returns is declared by its function's return annotation (a TypedDict, a
     pydantic model, a dataclass, plain types), or by ``output_schema=`` (a type or a JSON
     Schema): plans are checked against it (``$3.path`` must be a field step 3's tool
@@ -44,10 +66,32 @@ class ToolRegistry:
     """
 
     def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = ()) -> None:
-        """Register the given tools."""
+        """Register the given tools (two of one name: :class:`ToolNameClashError`)."""
         self._tools: dict[str, BaseTool] = {}
         for item in tools:
             self.register(item)
+
+    @classmethod
+    def of(cls, tools: object) -> ToolRegistry:
+        """Return ``tools`` as a registry: a registry as it is, else one of exactly those tools.
+
+        ``tools`` is a :class:`ToolRegistry` or any iterable of LangChain tools (``BaseTool``,
+        ``@tool`` functions) and plain functions (what ``create_agent`` takes). Anything else
+        (a mapping, a text, a single tool, an item that is not callable) is a ``TypeError``.
+        """
+        if isinstance(tools, ToolRegistry):
+            return tools
+        if (
+            isinstance(tools, str | bytes | Mapping | BaseTool)
+            or not isinstance(tools, Iterable)
+            or callable(tools)
+        ):
+            raise TypeError(f"tools must be {ACCEPTED}, not {_kind(tools)}")
+        items = list(tools)
+        for item in items:
+            if not (isinstance(item, BaseTool) or callable(item)) or isinstance(item, type):
+                raise TypeError(f"tools must be {ACCEPTED}; one item is {_kind(item)}")
+        return cls(items)
 
     def register(
         self,
@@ -58,8 +102,14 @@ class ToolRegistry:
         typical_latency: float | None = None,
         runs_on_loop: bool | None = None,
         output_schema: object | None = None,
+        replace: bool = False,
     ) -> BaseTool:
         """Add a tool (a plain function is wrapped with ``@tool``); return it.
+
+        ``side_effects`` says whether the tool writes, deletes or sends something (else its
+        ``metadata["side_effects"]``; declared nowhere: it counts as side-effecting).
+        A name already registered is a :class:`ToolNameClashError` naming both tools, unless
+        ``replace=True`` (then the new tool takes the name).
 
         ``typical_latency`` is how long a call usually takes, in seconds (also settable as the
         tool's ``metadata["typical_latency"]``): free slots go first to the longest chain it
@@ -85,7 +135,9 @@ class ToolRegistry:
             raise TypeError(f"file_fields is a list of field names, not the text {file_fields!r}")
         marks: dict[str, Any] = {}
         if side_effects is not None:
-            marks[SIDE_EFFECTS] = side_effects
+            marks[SIDE_EFFECTS] = _checked_side_effects(tool_.name, side_effects)
+        else:
+            _checked_side_effects(tool_.name, (tool_.metadata or {}).get(SIDE_EFFECTS))
         if file_fields is not None:
             marks[FILE_FIELDS] = tuple(file_fields)
         if typical_latency is not None:
@@ -108,6 +160,13 @@ class ToolRegistry:
             tool_ = tool_.model_copy(update={"metadata": {**(tool_.metadata or {}), **marks}})
         if _check_runs_on_loop(tool_):
             tool_ = on_loop(tool_)
+        taken = self._tools.get(tool_.name)
+        if taken is not None and not replace:
+            raise ToolNameClashError(
+                f"tool name {tool_.name!r} is taken: {origin(tool_)} would replace "
+                f"{origin(taken)}. Pass replace=True to replace it, or rename one"
+                f"{_clash_hint(tool_)}"
+            )
         self._tools[tool_.name] = tool_
         return tool_
 
@@ -132,16 +191,35 @@ class ToolRegistry:
         return self._tools[name]
 
     def has_side_effects(self, name: str) -> bool:
-        """Say whether a tool writes, deletes or sends something (unknown tools: yes)."""
-        found = self._tools.get(name)
-        return True if found is None else bool((found.metadata or {}).get(SIDE_EFFECTS, False))
+        """Say whether a tool writes, deletes or sends something.
+
+        The one place that decides: a tool counts as side-effecting unless it declares
+        ``side_effects=False`` (at registration, in its metadata, or by its MCP hints);
+        an unknown tool counts as one too.
+        """
+        declared = self._declared(name)
+        return True if declared is None else declared
 
     def side_effect_note(self, name: str) -> str | None:
-        """Say why a side-effecting MCP tool is one (``destructive per the server's hint``)."""
+        """Say why a side-effecting tool counts as one, when it is not simply declared so.
+
+        An MCP tool: its hints' meaning (``destructive per the server's hint``); a tool that
+        declares nothing: :data:`UNDECLARED_NOTE`.
+        """
         found = self._tools.get(name)
-        mcp = (found.metadata or {}).get(MCP_KEY) if found is not None else None
+        if found is None or not self.has_side_effects(name):
+            return None
+        mcp = (found.metadata or {}).get(MCP_KEY)
         why = mcp.get("why") if isinstance(mcp, dict) else None
-        return why if isinstance(why, str) and self.has_side_effects(name) else None
+        if isinstance(why, str):
+            return why
+        return UNDECLARED_NOTE if self._declared(name) is None else None
+
+    def _declared(self, name: str) -> bool | None:
+        """Return the tool's declared side effects (None: unknown tool, or nothing declared)."""
+        found = self._tools.get(name)
+        value = (found.metadata or {}).get(SIDE_EFFECTS) if found is not None else None
+        return value if isinstance(value, bool) else None
 
     def file_fields(self, name: str | None) -> tuple[str, ...]:
         """Return the output fields of a tool that name workspace files (none if unknown)."""
@@ -216,6 +294,62 @@ class ToolRegistry:
                 entry["returns"] = compact(produced)
             entries.append(entry)
         return json.dumps(entries, indent=1, default=str)
+
+
+ADAPTERS = "langchain-mcp-adapters"
+"""What an MCP tool's ``metadata["mcp"]["via"]`` says when it was made by those adapters."""
+
+
+def _clash_hint(tool_: BaseTool) -> str:
+    """Say how an MCP tool's source can name its tools apart (nothing for other tools)."""
+    mcp = (tool_.metadata or {}).get(MCP_KEY)
+    if not isinstance(mcp, dict):
+        return ""
+    if mcp.get("via") == ADAPTERS:
+        return (
+            " (MultiServerMCPClient(..., tool_name_prefix=True) names each server's tools "
+            "server_tool)"
+        )
+    return " (an MCP server's planexec.prefix renames its tools)"
+
+
+def origin(tool_: BaseTool) -> str:
+    """Say in a line which tool this is: its MCP server and tool, or where its code lives."""
+    mcp = (tool_.metadata or {}).get(MCP_KEY)
+    if isinstance(mcp, dict) and mcp.get("server"):
+        return f"MCP server {mcp['server']!r} tool {mcp.get('tool', tool_.name)!r}"
+    code = getattr(tool_, "func", None) or getattr(tool_, "coroutine", None)
+    code = getattr(code, "__wrapped__", code)
+    where = f"{getattr(code, '__module__', '')}.{getattr(code, '__qualname__', '')}".strip(".")
+    if not where or "<lambda>" in where:
+        where = f"{type(tool_).__module__}.{type(tool_).__qualname__}"
+    summary = (tool_.description or "").strip().splitlines()
+    said = summary[0] if summary else ""
+    said = said if len(said) <= 60 else said[:59] + "…"
+    return f"{where} ({said!r})" if said else where
+
+
+def _kind(value: object) -> str:
+    """Name what a value is, for an error message."""
+    if isinstance(value, BaseTool):
+        return f"a single tool ({value.name!r}); put it in a list"
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:59] + "…"
+    return f"{shown} (of type {type(value).__name__})"
+
+
+def _checked_side_effects(name: str, value: object) -> bool | None:
+    """Return a side-effects mark; refuse one that is neither True, False nor absent."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise ConfigurationError(
+        f"{name}: side_effects must be True or False, not {value!r} (leave it out and the "
+        "tool counts as side-effecting)"
+    )
+
+
+ToolsLike: TypeAlias = ToolRegistry | Iterable[BaseTool | Callable[..., Any]]
+"""What every ``tools=`` of planexec takes (:meth:`ToolRegistry.of`): a registry, or tools."""
 
 
 def _given_schema(tool_: BaseTool) -> object | None:

@@ -1,22 +1,24 @@
-"""Where a run's files live: the operator chooses the root, a client only names a folder below it.
+"""Where a run's files live: whoever runs planexec chooses; a client only names a shared folder.
 
-Layout of a sandbox (``build_graph(workspace_root=...)``, else ``$PLANEXEC_WORKSPACE_ROOT``,
-else ``./planexec-workspaces``)::
+A run's *workspace* is the one folder its tools may read and write. Whoever runs planexec
+chooses it: one folder for every run (:meth:`Sandbox.one_folder`: ``build_graph(workspace=PATH)``,
+``new_run(workspace=PATH)``, ``planexec run --workspace PATH``), or a root holding a folder per
+thread (``build_graph(workspace_root=...)``, else ``$PLANEXEC_WORKSPACE_ROOT``, else
+``./planexec-workspaces``)::
 
     ROOT/threads/THREAD_ID/   a thread's own workspace (the default: threads never share files)
-    ROOT/shared/NAME/         the workspace of every run whose context names NAME
+    ROOT/shared/NAME/         the workspace of every run whose context names NAME (shared_folder)
     ROOT/.planexec/outputs/   spilled step outputs (inside no workspace: tools cannot reach them)
 
-A single-user program (the CLI) may instead give every run one folder of its own choosing
-(:meth:`Sandbox.one_folder`); its spilled outputs then live in a folder outside that one.
+A one-folder sandbox keeps its spilled outputs in a folder outside that one.
 
-:meth:`Sandbox.for_run` is the one place a run's workspace is decided; every node asks it.
+:meth:`Sandbox.workspace_path` is the one place a run's workspace is decided: admission asks
+it before a run starts, every node when it needs the folder.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,13 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_config
 
-from planexec.context import Context
+from planexec.context import (
+    FOLDER_RULE,
+    FOLDER_SEGMENT,
+    Context,
+    InvalidContextError,
+    shared_folder_parts,
+)
 from planexec.errors import ConfigurationError
 from planexec.storage.outputs import OutputStore
 from planexec.tools.workspace import Workspace
@@ -35,14 +43,6 @@ OUTPUTS_ENV = "PLANEXEC_OUTPUTS_DIR"
 DEFAULT_ROOT = "planexec-workspaces"
 THREADS, SHARED = "threads", "shared"
 INTERNAL = ".planexec"
-MAX_SEGMENT_CHARS = 128
-MAX_NAME_CHARS = 255
-MAX_NAME_PARTS = 8
-_SEGMENT = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9._-]{{0,{MAX_SEGMENT_CHARS - 1}}}")
-_RULE = (
-    "letters, digits, '.', '_' and '-', not starting with '.' or '-', "
-    f"at most {MAX_SEGMENT_CHARS} characters"
-)
 
 
 class SandboxError(ConfigurationError, ValueError):
@@ -50,38 +50,17 @@ class SandboxError(ConfigurationError, ValueError):
 
 
 def check_name(name: object) -> tuple[str, ...]:
-    """Return the parts of a client's workspace name, or raise SandboxError saying why not.
+    """Return the parts of a shared folder's name, or raise SandboxError saying why not.
 
-    A name is one or more parts joined by ``/`` (``sales`` or ``team/sales``), each made of
-    letters, digits, ``.``, ``_`` and ``-`` and not starting with ``.`` or ``-``: no absolute
-    paths, no ``..``, no empty parts, no backslashes, nothing hidden.
+    The rules are :func:`planexec.context.shared_folder_parts` (a run's context checks them
+    when it is made).
     """
     if not isinstance(name, str):
-        raise SandboxError(f"the workspace name must be text, not {type(name).__name__}")
-    if not name.strip():
-        raise SandboxError(
-            "the workspace name is empty: give a folder name such as 'sales', or leave it "
-            "unset for one workspace per thread"
-        )
-    if len(name) > MAX_NAME_CHARS:
-        raise SandboxError(f"the workspace name is longer than {MAX_NAME_CHARS} characters")
-    if name.startswith(("/", "\\")) or re.match(r"[A-Za-z]:", name):
-        raise SandboxError(
-            f"workspace {name!r}: absolute paths are not accepted; the workspace is a name "
-            "below the operator's workspace root, such as 'sales'"
-        )
-    parts = tuple(name.split("/"))
-    if ".." in parts:
-        raise SandboxError(f"workspace {name!r}: '..' is not accepted in a workspace name")
-    if len(parts) > MAX_NAME_PARTS:
-        raise SandboxError(f"workspace {name!r}: at most {MAX_NAME_PARTS} parts")
-    for part in parts:
-        if not _SEGMENT.fullmatch(part):
-            raise SandboxError(
-                f"workspace {name!r}: each part of a workspace name must be {_RULE}"
-                + (" (and not empty)" if not part else "")
-            )
-    return parts
+        raise SandboxError(f"the shared folder's name must be text, not {type(name).__name__}")
+    try:
+        return shared_folder_parts(name)
+    except ValueError as exc:
+        raise SandboxError(f"shared folder {name!r}: {exc}") from None
 
 
 def check_thread_id(thread_id: object) -> str:
@@ -91,14 +70,15 @@ def check_thread_id(thread_id: object) -> str:
     if thread_id is None:
         raise SandboxError(
             "this run has no thread id, so it has no workspace of its own: pass "
-            "config={'configurable': {'thread_id': ...}} or a workspace name in the context"
+            "config={'configurable': {'thread_id': ...}} or a shared_folder in the context"
         )
     if isinstance(thread_id, int) and not isinstance(thread_id, bool) and thread_id >= 0:
         return str(thread_id)
-    if isinstance(thread_id, str) and _SEGMENT.fullmatch(thread_id):
+    if isinstance(thread_id, str) and FOLDER_SEGMENT.fullmatch(thread_id):
         return thread_id
     raise SandboxError(
-        f"thread id {thread_id!r} cannot name a workspace folder: use {_RULE} (a UUID is fine)"
+        f"thread id {thread_id!r} cannot name a workspace folder: use {FOLDER_RULE} "
+        "(a UUID is fine)"
     )
 
 
@@ -148,11 +128,12 @@ class Sandbox:
     def one_folder(
         cls, folder: str | os.PathLike[str], *, outputs: str | os.PathLike[str] | None = None
     ) -> Sandbox:
-        """Return a sandbox in which every run works in ``folder`` itself.
+        """Return a sandbox in which every run works in ``folder`` itself: its workspace.
 
-        For a single user's own choice of folder (the CLI's ``--workspace``). Spilled outputs
-        go to ``outputs`` (default: :func:`default_outputs_dir`), which must not overlap it;
-        context workspace names are refused.
+        What ``build_graph(workspace=PATH)``, ``new_run(workspace=PATH)`` and the CLI's
+        ``--workspace`` make. Spilled outputs go to ``outputs`` (default:
+        :func:`default_outputs_dir`), which must not overlap it; a context's shared_folder is
+        refused.
         """
         base = _absolute(folder, "workspace folder")
         spills = _absolute(outputs if outputs is not None else default_outputs_dir(), "outputs")
@@ -165,12 +146,15 @@ class Sandbox:
         return cls(root=base, outputs=spills, one_folder_only=True)
 
     def workspace_path(self, name: str | None, thread_id: object) -> Path:
-        """Return the folder of a run's workspace (not created), or raise SandboxError."""
+        """Return the folder of a run's workspace (not created), or raise SandboxError.
+
+        ``name``: the run's shared folder (its context's ``shared_folder``), if it names one.
+        """
         if self.one_folder_only:
             if name is not None:
                 raise SandboxError(
-                    f"workspace {name!r}: this graph runs in the one folder its operator chose; "
-                    "a workspace name is not accepted"
+                    f"shared_folder {name!r}: this graph runs in the one folder its operator "
+                    f"chose ({self.root}); a shared folder is not accepted"
                 )
             return self.root
         if name is not None:
@@ -186,12 +170,31 @@ class Sandbox:
         return Workspace(path)
 
     def for_run(self, context: Context, config: RunnableConfig | None = None) -> Workspace:
-        """Return the workspace of the running graph run: its context's name and thread id."""
-        configurable: dict[str, Any] = (config if config is not None else get_config()).get(
-            "configurable", {}
-        )
-        return self.workspace(context.workspace, configurable.get("thread_id"))
+        """Return the workspace of the running graph run: its shared folder, or its thread's."""
+        return self.workspace(context.shared_folder, thread_of(config))
+
+    def check_run(self, context: Context, config: RunnableConfig | None) -> None:
+        """Refuse a run whose workspace cannot be (a bad thread id, a refused shared folder).
+
+        Reads and writes nothing: admission asks it before a run starts. A shared folder this
+        sandbox refuses is the context's error (:class:`InvalidContextError`).
+        """
+        if context.shared_folder is None:
+            self.workspace_path(None, thread_of(config))
+            return
+        try:
+            self.workspace_path(context.shared_folder, None)
+        except SandboxError as exc:
+            raise InvalidContextError(f"invalid context: {exc}") from None
 
     def output_store(self) -> OutputStore:
         """Return the store of spilled step outputs."""
         return OutputStore(self.outputs)
+
+
+def thread_of(config: RunnableConfig | None = None) -> object:
+    """Return the thread id of ``config`` (else of the running graph run), or None."""
+    configurable: dict[str, Any] = (config if config is not None else get_config()).get(
+        "configurable", {}
+    )
+    return configurable.get("thread_id")

@@ -21,7 +21,7 @@ import os
 import stat
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO, NoReturn, cast
 
@@ -107,15 +107,21 @@ class Workspace:
 
     @contextmanager
     def _folder(self, names: tuple[str, ...], relative: str, create: bool) -> Iterator[int]:
-        with _refused(relative, "."):
+        with self._refused(relative, "."):
             fd = self._open_root()
         try:
             for i, name in enumerate(names):
-                with _refused(relative, "/".join(names[: i + 1]), folder=True):
+                with self._refused(relative, "/".join(names[: i + 1]), folder=True):
                     fd = _swap(fd, _open_folder(name, fd, create))
             yield fd
         finally:
             os.close(fd)
+
+    def _refused(
+        self, relative: str, where: str, *, folder: bool = False
+    ) -> AbstractContextManager[None]:
+        """:func:`_refused` for a path of this workspace (a missing one names its folder)."""
+        return _refused(relative, where, self.root, folder=folder)
 
     def _open_root(self) -> int:
         """Open the workspace folder itself, walking its real path from ``/`` without links.
@@ -142,7 +148,7 @@ class Workspace:
             with self._folder(names, relative, False) as fd:
                 return os.fstat(fd)
         try:
-            with self._folder(names[:-1], relative, False) as fd, _refused(relative, relative):
+            with self._folder(names[:-1], relative, False) as fd, self._refused(relative, relative):
                 found = os.stat(names[-1], dir_fd=fd, follow_symlinks=False)
         except _Missing:
             return None
@@ -160,12 +166,12 @@ class Workspace:
         """
         names = self._file_parts(relative)
         with self._folder(names[:-1], relative, False) as dfd:
-            with _refused(relative, relative):
+            with self._refused(relative, relative):
                 seen = os.stat(names[-1], dir_fd=dfd, follow_symlinks=False)
             _check_kind(seen, relative)  # a special file is never opened (a device may act)
             if stat.S_ISDIR(seen.st_mode):
                 raise WorkspaceError(f"{relative!r} is a folder, not a file")
-            with _refused(relative, relative):
+            with self._refused(relative, relative):
                 fd = os.open(names[-1], os.O_RDONLY | NOFOLLOW, dir_fd=dfd)
         try:
             opened = os.fstat(fd)
@@ -198,7 +204,7 @@ class Workspace:
         if names[0] == ".planexec" or _being_written(names[-1]):
             raise WorkspaceError(f"{relative!r} is a name planexec keeps for itself")
         with self._folder(names[:-1], relative, True) as dfd:
-            with _refused(relative, relative):
+            with self._refused(relative, relative):
                 try:
                     there: os.stat_result | None = os.stat(
                         names[-1], dir_fd=dfd, follow_symlinks=False
@@ -211,7 +217,7 @@ class Workspace:
                     raise WorkspaceError(f"{relative!r} is a folder, not a file")
             temp = f"{TEMP_PREFIX}{uuid.uuid4().hex}{TEMP_SUFFIX}"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW
-            with _refused(relative, relative):
+            with self._refused(relative, relative):
                 fd = os.open(temp, flags, 0o666, dir_fd=dfd)
             try:
                 if there is not None:  # its permissions, never setuid/setgid/sticky bits
@@ -219,7 +225,7 @@ class Workspace:
                 os.set_blocking(fd, True)
                 with _full(relative), os.fdopen(fd, "wb") as handle:
                     yield cast(BinaryIO, handle)
-                with _refused(relative, relative):
+                with self._refused(relative, relative):
                     os.rename(temp, names[-1], src_dir_fd=dfd, dst_dir_fd=dfd)
             except BaseException:
                 with suppress(OSError):
@@ -248,7 +254,7 @@ class Workspace:
             names = tuple(prefix.split("/")[:-1])
             try:
                 with self._folder(names, folder, False) as fd:
-                    found, subfolders = _listed(fd, pattern, folder, prefix)
+                    found, subfolders = _listed(fd, pattern, folder, prefix, self.root)
             except WorkspaceError:
                 if first:
                     raise  # the folder asked for: its error is the caller's
@@ -268,7 +274,7 @@ class Workspace:
         """
         names = self.parts(relative)
         if self.info(relative) is None and must_exist:
-            raise WorkspaceError(f"{relative!r} does not exist in the workspace")
+            raise WorkspaceError(missing_message(relative, self.root))
         return self.root.joinpath(*names)
 
     def relative(self, path: str | os.PathLike[str]) -> str:
@@ -335,8 +341,13 @@ def _link(relative: str, where: str | None = None) -> NoReturn:
     )
 
 
+def missing_message(relative: str, root: Path) -> str:
+    """Say that ``relative`` does not exist, naming the workspace folder it was looked for in."""
+    return f"{relative!r} does not exist in the workspace {root}"
+
+
 @contextmanager
-def _refused(relative: str, where: str, *, folder: bool = False) -> Iterator[None]:
+def _refused(relative: str, where: str, root: Path, *, folder: bool = False) -> Iterator[None]:
     """Turn the system's refusal of a path into the workspace's own error, in one line."""
     try:
         yield
@@ -345,7 +356,7 @@ def _refused(relative: str, where: str, *, folder: bool = False) -> Iterator[Non
         if code in LINK_ERRORS:
             _link(relative, where)
         if code == errno.ENOENT:
-            raise _Missing(f"{relative!r} does not exist in the workspace") from None
+            raise _Missing(missing_message(relative, root)) from None
         if code == errno.ENOTDIR and folder:
             part = "" if where == relative else f": {where!r}"
             raise WorkspaceError(f"{relative!r}{part} is not a folder") from None
@@ -371,14 +382,16 @@ def _full(relative: str) -> Iterator[None]:
         raise
 
 
-def _listed(fd: int, pattern: str, folder: str, prefix: str) -> tuple[list[str], list[str]]:
+def _listed(
+    fd: int, pattern: str, folder: str, prefix: str, root: Path
+) -> tuple[list[str], list[str]]:
     """Return a folder's matching regular files and its subfolders, each in name order.
 
     Links, special files, files being written and planexec's own ``.planexec`` are left out.
     Folders are listed one at a time, each opened from the workspace (not kept open while
     its subfolders are): a tree of any depth costs no more handles, and no recursion.
     """
-    with _refused(folder, prefix or "."), os.scandir(fd) as scan:
+    with _refused(folder, prefix or ".", root), os.scandir(fd) as scan:
         entries = sorted(scan, key=lambda e: e.name)
     files, subfolders = [], []
     for entry in entries:

@@ -9,7 +9,7 @@ from langchain_core.tools import tool
 from typing_extensions import TypedDict
 
 from planexec.errors import WorkspaceError
-from planexec.tools.workspace import current_workspace
+from planexec.tools.workspace import current_workspace, missing_message
 
 
 class Report(TypedDict):
@@ -190,7 +190,7 @@ def write_report(
     out = workspace.name(output_path)
     if chart_path:
         if workspace.info(chart_path) is None:
-            raise WorkspaceError(f"{chart_path!r} does not exist in the workspace")
+            raise WorkspaceError(missing_message(chart_path, workspace.root))
         link = posixpath.relpath(workspace.name(chart_path), posixpath.dirname(out) or ".")
         parts.append(f"## Chart\n\n![{title}]({link})\n")
     for section in sections or []:

@@ -9,7 +9,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from planexec.errors import ToolError
 from planexec.tools.mcp.config import ToolHints
-from planexec.tools.mcp.hints import HINT_FIELDS, cut, marks
+from planexec.tools.mcp.hints import ADAPTERS, HINT_FIELDS, MCP_KEY, cut, marks
 
 
 def from_adapters(tool_: BaseTool) -> bool:
@@ -19,6 +19,26 @@ def from_adapters(tool_: BaseTool) -> bool:
         tool_.response_format == "content_and_artifact"
         and getattr(coroutine, "__module__", "") == "langchain_mcp_adapters.tools"
     )
+
+
+def adapters_server(tool_: BaseTool) -> str | None:
+    """Return the server a tool of ``langchain-mcp-adapters`` calls, as its client names it.
+
+    The adapters keep it only in the call's closure (``server_name``); a tool converted
+    without one, or by a version that keeps it elsewhere, gives None.
+    """
+    coroutine = getattr(tool_, "coroutine", None)
+    code, cells = getattr(coroutine, "__code__", None), getattr(coroutine, "__closure__", None)
+    if code is None or not cells:
+        return None
+    for name, cell in zip(code.co_freevars, cells, strict=False):
+        if name == "server_name":
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                return None
+            return value if isinstance(value, str) and value else None
+    return None
 
 
 def adapt(
@@ -39,8 +59,9 @@ def adapt(
         return tool_
     metadata = dict(tool_.metadata or {})
     annotations = {k: v for k, v in metadata.items() if k in HINT_FIELDS.values()}
-    label = server or "mcp"
+    label = server or adapters_server(tool_) or "mcp"
     new_marks = marks(label, tool_.name, annotations or None, overrides or {})
+    new_marks[MCP_KEY]["via"] = ADAPTERS
     name = tool_.name
 
     async def acall(**arguments: Any) -> Any:

@@ -31,6 +31,10 @@ MCP_KEY = "mcp"
 """The registry's key of an MCP tool's server, hints and why it has side effects
 (:data:`planexec.tools.registry.MCP_KEY`)."""
 
+ADAPTERS = "langchain-mcp-adapters"
+"""``metadata["mcp"]["via"]`` of a tool made by those adapters
+(:data:`planexec.tools.registry.ADAPTERS`)."""
+
 HINT_FIELDS = {
     "read_only": "readOnlyHint",
     "destructive": "destructiveHint",

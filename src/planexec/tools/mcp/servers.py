@@ -83,11 +83,7 @@ class McpServers:
         from planexec.tools import default_registry
 
         registry = base if base is not None else default_registry()
-        for tool_ in self.tools():
-            if tool_.name in registry:
-                raise ConfigurationError(
-                    f"MCP tool {tool_.name} has the name of a tool already registered"
-                )
+        for tool_ in self.tools():  # a name already taken: ToolNameClashError naming both
             registry.register(tool_)
         return registry
 

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from planexec.errors import ConfigurationError, ToolError, TransientToolError
+from planexec.errors import ConfigurationError, ToolError, ToolNameClashError, TransientToolError
 from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
 from planexec.tools.mcp.config import ToolHints
 from planexec.tools.mcp.hints import cut, marks, tool_name
 from planexec.tools.mcp.sessions import Server, ServerGone, on_mcp_loop, wait_on_mcp_loop
+from planexec.tools.registry import origin
 from planexec.tools.returns import OUTPUT_SCHEMA, declared_schema
 
 if TYPE_CHECKING:
@@ -35,8 +36,10 @@ if TYPE_CHECKING:
 def mcp_tools(servers: McpServers) -> list[BaseTool]:
     """Return every tool of every server of ``servers`` (their sessions are opened to list them).
 
-    Raises :class:`~planexec.errors.ConfigurationError` if two tools would get one name, or an
-    override names a tool the server does not have.
+    A tool that requires task augmentation is left out, with a warning naming it
+    (:func:`requires_task`). Raises :class:`~planexec.errors.ToolNameClashError` if two tools
+    would get one name, and :class:`~planexec.errors.ConfigurationError` if an override names a
+    tool the server does not have.
     """
     made: dict[str, BaseTool] = {}
     for name, listed in servers.list_tools().items():
@@ -51,14 +54,33 @@ def mcp_tools(servers: McpServers) -> list[BaseTool]:
             )
         prefix = name if options.prefix is None else options.prefix
         for item in listed:
+            if requires_task(item):
+                warnings.warn(
+                    f"MCP server {name!r}: tool {item.name!r} requires task augmentation "
+                    "(execution.taskSupport 'required'), which planexec does not use: not "
+                    "offered to the planner",
+                    stacklevel=2,
+                )
+                continue
             tool_ = make_tool(server, item, prefix, options.tools)
-            if tool_.name in made:
-                raise ConfigurationError(
-                    f"two MCP tools would be named {tool_.name}: give one of their servers "
-                    "another planexec.prefix"
+            taken = made.get(tool_.name)
+            if taken is not None:
+                raise ToolNameClashError(
+                    f"tool name {tool_.name!r} is taken: {origin(tool_)} would replace "
+                    f"{origin(taken)}. Give one of their servers another planexec.prefix"
                 )
             made[tool_.name] = tool_
     return list(made.values())
+
+
+def requires_task(item: Any) -> bool:
+    """Say whether an MCP tool may only be called as a task (``execution.taskSupport``).
+
+    Such a tool refuses a plain ``tools/call`` (-32601); the installed client's task API is
+    experimental and deprecated, so planexec does not offer the tool at all.
+    """
+    execution = getattr(item, "execution", None)
+    return getattr(execution, "taskSupport", None) == "required"
 
 
 def make_tool(

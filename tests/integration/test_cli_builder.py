@@ -1,0 +1,263 @@
+"""The CLI on a builder's path: own Python tools, --plan without a model, hints, honest ticks."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planexec.cli import app
+from tests.helpers import EXAMPLES, plan_of, step
+from tests.mcp_servers.running import stdio_entry
+from tests.openai_server import Behaviour, serve
+
+runner = CliRunner()
+
+TOOLS_MODULE = '''
+from langchain_core.tools import tool
+from planexec.tools import ToolRegistry
+
+
+def shout(text: str) -> str:
+    """Return the text in capitals."""
+    return text.upper()
+
+
+@tool
+def delete_customer(customer: str) -> str:
+    """Delete a customer."""
+    return f"DELETED {customer}"
+
+
+TOOLS = [shout, delete_customer]
+REGISTRY = ToolRegistry()
+REGISTRY.register(shout, side_effects=False)
+
+
+def make_tools():
+    """The tools, made when asked."""
+    return TOOLS
+
+
+NOT_TOOLS = 42
+
+
+def read_file(path: str) -> str:
+    """Read a file my way."""
+    return path
+
+
+CLASH = [read_file]
+'''
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_DB", str(tmp_path / "runs.sqlite"))
+    (tmp_path / "mytools.py").write_text(TOOLS_MODULE)
+    return tmp_path
+
+
+def invoke(*args: str, input: str | None = None):
+    return runner.invoke(app, list(args), input=input)
+
+
+def thread_of(output: str) -> str:
+    return re.search(r"thread ([0-9a-f-]{36})", output).group(1)
+
+
+def plan_file(path: Path, *steps: dict) -> str:
+    path.write_text(json.dumps(plan_of(*steps)))
+    return str(path)
+
+
+@pytest.mark.parametrize("source", ["mytools:TOOLS", "mytools:make_tools", "mytools.py:TOOLS"])
+def test_tools_of_a_module_run_and_their_marks_show_at_approval(env, source):
+    plan = plan_file(
+        env / "plan.json",
+        step(1, "shout", {"text": "hi"}),
+        step(2, "delete_customer", {"customer": "c-42"}),
+    )
+    result = invoke("run", "--plan", plan, "--tools", source, "--workspace", "ws", "--yes")
+    assert result.exit_code == 0, result.output
+    marks = result.output.split("tools that write or send: ")[1].splitlines()[0]
+    assert "delete_customer (side effects not declared)" in marks  # fail safe: undeclared
+    assert "shout (side effects not declared)" in marks
+    assert "DELETED c-42" in result.output and "HI" in result.output
+
+
+def test_a_registry_keeps_its_marks_and_the_built_in_tools_stay(env):
+    (env / "notes.txt").write_text("x")
+    plan = plan_file(
+        env / "plan.json",
+        step(1, "shout", {"text": "hi"}),
+        step(2, "write_file", {"path": "a.txt", "content": "$1"}, [1]),
+    )
+    result = invoke("run", "--plan", plan, "--tools", "mytools:REGISTRY", "--workspace", "ws",
+                    "--yes")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (env / "ws" / "a.txt").read_text() == "HI"
+    assert "tools that write or send: write_file\n" in result.output  # shout declares none
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("nosuchmodule:TOOLS", "--tools nosuchmodule:TOOLS: no module named 'nosuchmodule'"),
+        ("mytools:NOPE", "--tools mytools:NOPE: module mytools has no attribute 'NOPE'"),
+        (
+            "mytools:NOT_TOOLS",
+            "--tools mytools:NOT_TOOLS is 42 (of type int): ATTR must be a "
+            "ToolRegistry, a list of tools",
+        ),
+        ("mytools", "--tools mytools: give MODULE:ATTR"),
+        ("missing.py:TOOLS", "--tools missing.py:TOOLS: no file missing.py"),
+        ("mytools:shout", "is a function with arguments (shout; to add it as a tool, list it)"),
+        ("mytools:CLASH", "--tools mytools:CLASH: its tool 'read_file' (mytools.read_file"),
+    ],
+)
+def test_tools_errors_are_one_line(env, source, message):
+    plan = plan_file(env / "plan.json", step(1, "list_files", {}))
+    result = invoke("run", "--plan", plan, "--tools", source, "--workspace", "ws", "--yes")
+    assert result.exit_code == 2, result.output
+    assert message in result.output, result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+def test_tools_are_given_to_resume_as_well(env):
+    plan = plan_file(env / "plan.json", step(1, "shout", {"text": "hi"}))
+    first = invoke("run", "--plan", plan, "--tools", "mytools:TOOLS", "--workspace", "ws",
+                   input="")  # fmt: skip
+    assert first.exit_code == 1 and "resume" in first.output, first.output
+    tid = thread_of(first.output)
+    again = invoke("resume", tid, "--tools", "mytools:TOOLS", "--yes")
+    assert again.exit_code == 0, again.output
+    assert "HI" in again.output
+
+
+def test_a_given_plan_with_no_model_fails_without_waiting_for_a_replanner(env):
+    (env / "ws" / "folder").mkdir(parents=True)
+    plan = plan_file(env / "plan.json", step(2, "read_file", {"path": "folder"}))
+    result = invoke("run", "--plan", plan, "--workspace", "ws", "--yes")
+    assert result.exit_code == 1, result.output
+    assert "revising" not in result.output and "OPENAI_API_KEY is not set" not in result.output
+    assert (
+        "step 2 failed; no planner model is configured to revise the plan "
+        "(set OPENAI_API_KEY or --planner-model)"
+    ) in result.output
+    tid = thread_of(result.output)
+    shown = json.loads(invoke("show", tid, "--json").stdout)
+    assert shown["next"] == [] and shown["final"]["status"] == "failed", shown
+    again = invoke("resume", tid)
+    assert "already finished" in again.output and again.exit_code == 1, again.output
+
+
+@pytest.mark.parametrize("answer", ["--yes", "p\nc\n"])
+def test_a_failed_step_that_asks_is_not_replanned_with_no_model(env, answer):
+    (env / "ws" / "folder").mkdir(parents=True)
+    failing = {**step(1, "read_file", {"path": "folder"}), "on_failure": "ask"}
+    plan = plan_file(env / "plan.json", failing)
+    given = ["--yes"] if answer == "--yes" else []
+    result = invoke("run", "--plan", plan, "--workspace", "ws", *given,
+                    input=None if given else "y\n" + answer)  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "revising the plan" not in result.output and "error:" not in result.output
+    assert "p = replan" not in result.output
+    assert "cancelled" in result.output
+
+
+def test_a_step_reading_a_file_left_in_the_cwd_is_told_to_use_data(env):
+    shutil.copy(EXAMPLES / "sales.csv", env / "sales.csv")
+    planner = env / "planner.json"
+    plan = plan_of(step(1, "load_csv", {"path": "sales.csv"}))
+    planner.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": plan}]}]))
+    result = invoke("run", "Analyse sales.csv", "--planner-model", f"scripted:{planner}",
+                    "--workspace", "ws", "--yes", "--max-replans", "0")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "copy them in with --data sales.csv" in result.output, result.output
+
+
+@pytest.fixture
+def refusing_model(monkeypatch):
+    """An OpenAI-compatible endpoint whose every call fails (401: not retried)."""
+    error = {"message": "Incorrect API key provided", "type": "invalid_request_error",
+             "code": "invalid_api_key"}  # fmt: skip
+    failing = Behaviour(status=401, error=error)
+    with serve(lambda body: {}, behave=lambda body, n: failing) as (url, requests):
+        monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        yield requests
+
+
+def test_no_tick_for_a_plan_whose_model_call_failed(env, refusing_model):
+    result = invoke("run", "do things", "--workspace", "ws", "--yes")
+    assert result.exit_code == 2 and "Incorrect API key" in result.output, result.output
+    assert "✔ planned" not in result.output, result.output
+
+
+def test_no_tick_for_a_planner_that_gave_no_valid_plan(env):
+    planner = env / "planner.json"
+    bad = plan_of(step(1, "no_such_tool", {}))
+    planner.write_text(json.dumps([{"match": ".", "tool_calls": [{"name": "Plan", "args": bad}]}]))
+    result = invoke("run", "do things", "--planner-model", f"scripted:{planner}",
+                    "--workspace", "ws", "--yes")  # fmt: skip
+    assert result.exit_code == 1 and "no valid plan" in result.output, result.output
+    assert "✔ planned" not in result.output, result.output
+
+
+def test_no_tick_for_a_revision_whose_model_call_failed(env, refusing_model):
+    (env / "ws" / "folder").mkdir(parents=True)
+    plan = plan_file(env / "plan.json", step(1, "read_file", {"path": "folder"}))
+    result = invoke("run", "--plan", plan, "--workspace", "ws", "--yes")
+    assert result.exit_code == 2 and "Incorrect API key" in result.output, result.output
+    assert "replanner: revising the plan" in result.output
+    assert "✔ revised" not in result.output, result.output
+
+
+@pytest.fixture
+def mcp_file(env):
+    path = env / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"notes": stdio_entry("notes")}}))
+    return str(path)
+
+
+def test_a_resume_shows_the_plan_as_it_is_now_against_its_tools(env, mcp_file):
+    plan = plan_file(env / "plan.json", step(1, "notes__read_note", {"title": "todo"}))
+    first = invoke("run", "--plan", plan, "--mcp", mcp_file, "--workspace", "ws", input="")
+    assert first.exit_code == 1, first.output
+    tid = thread_of(first.output)
+
+    without = invoke("resume", tid, "--yes")  # no --mcp: the plan's tool is unknown now
+    assert "unknown tool" in without.output, without.output
+    assert "approved" not in without.output, without.output
+    assert without.exit_code != 0
+
+    answered = invoke("resume", tid, input="y\n")  # approving an invalid plan is refused
+    assert "refused:" in answered.output and answered.exit_code == 1, answered.output
+
+    again = invoke("resume", tid, "--mcp", mcp_file, "--yes")
+    assert again.exit_code == 0, again.output
+    assert "unknown tool" not in again.output and "refused" not in again.output, again.output
+    assert "write tests" in again.output
+
+
+def test_tools_and_mcp_servers_together(env, mcp_file):
+    plan = plan_file(
+        env / "plan.json",
+        step(1, "notes__read_note", {"title": "todo"}),
+        step(2, "shout", {"text": "$1.text"}, [1]),
+    )
+    result = invoke("run", "--plan", plan, "--mcp", mcp_file, "--tools", "mytools:REGISTRY",
+                    "--workspace", "ws", "--yes")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "WRITE TESTS" in result.output
+
+
+def teardown_module():
+    shutil.rmtree(Path("planexec-runs"), ignore_errors=True)
