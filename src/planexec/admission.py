@@ -29,7 +29,7 @@ from langgraph.types import Command, StateUpdate
 from langgraph_sdk.runtime import ServerRuntime
 from pydantic import ValidationError
 
-from planexec.context import Context, context_from_dict, context_of
+from planexec.context import Context, context_from_dict, context_of, run_context
 from planexec.errors import PlanexecError
 from planexec.guarantees.storable import text_size, unstorable_reason
 from planexec.guarantees.thread_lock import LANGGRAPH_TASK_ID_KEY, ahold, hold, target
@@ -270,20 +270,23 @@ def admit_context(
     """Refuse a run whose context is wrong, before anything runs; return the run's arguments.
 
     A dict given as ``context=`` becomes a :class:`Context` here, as LangGraph would make it
-    (so an unknown or misspelt key is refused naming every wrong field); then the run's
+    (so an unknown or misspelt key is refused naming every wrong field), and a context
+    planexec cannot read is refused (:func:`planexec.context.run_context`); then the run's
     workspace must be one the sandbox gives (its ``shared_folder``, or its thread id). A run
-    nested in another with no context of its own takes the parent's (planexec's settings in
-    its ``planexec`` field: :func:`planexec.context.context_of`), checked here the same way.
+    nested in another reads the parent's context (planexec's settings in its ``planexec``
+    field: :func:`planexec.context.context_of`), checked here the same way.
     """
     given = kwargs.get("context")
     # as LangGraph reads it: a graph called from a node or a tool runs in its parent's config
     config = merge_configs(ensure_config(), config)
-    if given is None and is_nested(config):
+    nested = is_nested(config)
+    if given is None and nested:
         parents = context_of(_parent_context())
         if sandbox is not None:
             sandbox.check_run(parents, config)
         return kwargs
-    context = context_from_dict(given) if isinstance(given, Mapping) else context_of(given)
+    passed_on = nested and not isinstance(given, Mapping)  # a parent's context, passed on
+    context = context_of(given) if passed_on else run_context(given)
     if sandbox is not None:
         sandbox.check_run(context, config)
     return {**kwargs, "context": context} if isinstance(given, Mapping) else kwargs
@@ -375,16 +378,15 @@ def check_sent_context(sent: Any) -> None:
     """Refuse a run's context as its client sent it: every unknown field and wrong value.
 
     Raises :class:`~planexec.context.InvalidContextError` (the run's error the client sees).
-    Keys of LangGraph's own (``thread_id``, ``__...``, ``langgraph_...``) are not checked.
+    Keys of LangGraph's own (:data:`SERVER_KEYS`) are not checked.
     """
     if isinstance(sent, Mapping):
         context_from_dict({k: v for k, v in sent.items() if not _servers_own(k)})
 
 
 def _servers_own(key: object) -> bool:
-    return isinstance(key, str) and (
-        key in SERVER_KEYS or key.startswith(("__", "langgraph_", "x-"))
-    )
+    # x-* headers, langgraph_auth_*, __...__ tracing keys: the server adds them to configurable
+    return isinstance(key, str) and key in SERVER_KEYS
 
 
 def serving(compiled: PlanexecGraph) -> Callable[[ServerRuntime[Any]], PlanexecGraph]:

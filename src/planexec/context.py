@@ -17,6 +17,7 @@ import difflib
 import functools
 import os
 import re
+import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -44,6 +45,14 @@ from planexec.guarantees.storable import unstorable_reason
 ApprovalPolicy = Literal["always", "first", "never"]
 MAX_REPLANS = 30
 """Most revisions a run may make: each costs at most 6 of a run's 200 LangGraph steps."""
+
+
+MAX_CONTEXT_KEYS = 200
+"""Most keys a context may have (a run's, or a parent graph's): more is refused unread."""
+MAX_NAMED_PROBLEMS = 10
+"""Most wrong fields a refusal names; the rest are counted (``and 5 more``)."""
+MAX_SHOWN_NAME = 60
+"""Most characters of a key a refusal shows."""
 
 
 class InvalidContextError(ConfigurationError):
@@ -387,11 +396,21 @@ def context_problems(values: Mapping[str, object]) -> list[str]:
     mean approval?)``), or what replaced it (:data:`RENAMED_FIELDS`); a wrong value says why,
     and what it was.
     """
+    if len(values) > MAX_CONTEXT_KEYS:
+        return [_too_many(len(values))]
     try:
         _checker().model_validate(dict(values))
     except ValidationError as exc:
-        return [_problem(err) for err in exc.errors(include_url=False)]
+        errors = exc.errors(include_url=False)
+        return [_problem(err, hint=i < MAX_NAMED_PROBLEMS) for i, err in enumerate(errors)]
     return []
+
+
+def _too_many(count: int) -> str:
+    return (
+        f"it has {count:,} keys; a context has at most {MAX_CONTEXT_KEYS} (planexec's settings "
+        f"are {len(dataclasses.fields(Context))} fields)"
+    )
 
 
 def context_from_dict(values: Mapping[Any, Any]) -> Context:
@@ -400,30 +419,72 @@ def context_from_dict(values: Mapping[Any, Any]) -> Context:
     Refused with one :class:`InvalidContextError` naming every wrong field: unknown ones (with
     the field most likely meant), wrong values, and keys that are not text.
     """
-    odd = [f"{k!r}: a field name must be text" for k in values if not isinstance(k, str)]
+    if len(values) > MAX_CONTEXT_KEYS:
+        raise InvalidContextError(_refusal([_too_many(len(values))]))
+    odd = [f"{shown(k)}: a field name must be text" for k in values if not isinstance(k, str)]
     if odd:
         named = {k: v for k, v in values.items() if isinstance(k, str)}
         raise InvalidContextError(_refusal(odd + context_problems(named)))
     return Context(**values)
 
 
-def _problem(err: ErrorDetails) -> str:
+def _problem(err: ErrorDetails, *, hint: bool) -> str:
     name = ".".join(str(p) for p in err["loc"][:1])
     if err["type"] == "extra_forbidden":
-        return f"{name}: unknown field ({_hint(name)})" if _hint(name) else f"{name}: unknown field"
+        said = _hint(name) if hint else ""
+        return f"{shown_name(name)}: unknown field" + (f" ({said})" if said else "")
     message = err["msg"].removeprefix("Value error, ")
-    return f"{name}: {message} (got {err['input']!r:.60})"
+    return f"{shown_name(name)}: {message} (got {shown(err['input'])})"
 
 
 def _hint(name: str) -> str:
     if name in RENAMED_FIELDS:
         return RENAMED_FIELDS[name]
-    close = difflib.get_close_matches(name, [f.name for f in dataclasses.fields(Context)], n=1)
+    if len(name) > MAX_SHOWN_NAME:  # nothing that long is close to a field's name
+        return ""
+    close = difflib.get_close_matches(name, _field_names(), n=1)
     return f"did you mean {close[0]}?" if close else ""
 
 
+@cache
+def _field_names() -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(Context))
+
+
 def _refusal(problems: list[str]) -> str:
-    return "invalid context: " + "; ".join(problems)
+    """Say what is wrong: the first :data:`MAX_NAMED_PROBLEMS` problems, then how many more."""
+    named = problems[:MAX_NAMED_PROBLEMS]
+    more = len(problems) - len(named)
+    return "invalid context: " + "; ".join(named + ([f"and {more} more"] if more else []))
+
+
+def _shortener() -> reprlib.Repr:
+    short = reprlib.Repr()  # 3.12 takes these as arguments
+    short.maxlevel, short.maxstring, short.maxother, short.maxlong = 3, 60, 60, 40
+    short.maxlist = short.maxtuple = short.maxdict = short.maxset = short.maxfrozenset = 4
+    short.maxdeque = short.maxarray = 4
+    return short
+
+
+_SHORT = _shortener()
+
+
+def shown(value: object) -> str:
+    """Show a value in a refusal: its repr cut short (depth, items, characters), never whole."""
+    return _SHORT.repr(value)
+
+
+def shown_name(name: str) -> str:
+    """Show a key in a refusal: the whole of it, or its first characters if it is long."""
+    if len(name) <= MAX_SHOWN_NAME:
+        return name
+    return f"{name[: MAX_SHOWN_NAME - 3]}... ({len(name):,} characters)"
+
+
+def _shown_names(names: list[str]) -> str:
+    listed = [shown_name(n) for n in names[:MAX_NAMED_PROBLEMS]]
+    more = len(names) - len(listed)
+    return ", ".join(listed + ([f"and {more} more"] if more else []))
 
 
 def check_context(context: object) -> None:
@@ -444,9 +505,34 @@ PARENT_KEY = "planexec"
 """The field or key of a parent graph's context that holds planexec's settings."""
 
 _ACCEPTED = (
-    "a planexec Context, a dict of its fields, or a parent graph's context with planexec's "
-    "settings (a Context or a dict of its fields) in its 'planexec' field or key"
+    "a planexec Context or a dict of its fields (in a parent graph, a parent context with "
+    "planexec's settings in a 'planexec' field or key: a Context, a dict of its fields, or None)"
 )
+_UNDER_PARENT_KEY = (
+    f"a parent graph gives planexec's settings under a '{PARENT_KEY}' key "
+    "(a Context or a dict of its fields)"
+)
+CLOSE_MATCH = 0.8
+"""How alike (difflib's ratio) a parent context's key and one of planexec's names must be for
+the key to be taken as a misspelling of it (``planexc``, ``approvall``)."""
+
+
+def run_context(given: object) -> Context:
+    """Return the settings of a run from the ``context=`` it was started with, checked.
+
+    Accepted: None (the defaults), a :class:`Context`, a dict of its fields, or an object
+    with planexec's settings in its ``planexec`` field. Anything else (a
+    ``SimpleNamespace``, a dataclass or pydantic model of the caller's own) is an
+    :class:`InvalidContextError` saying what is accepted: planexec would not read it. A run
+    nested in a parent graph reads its parent's context with :func:`context_of` instead.
+    """
+    if isinstance(given, Mapping):
+        return context_from_dict(given)
+    if given is None or isinstance(given, Context) or hasattr(given, PARENT_KEY):
+        return context_of(given)
+    raise InvalidContextError(
+        f"invalid context: expected {_ACCEPTED}, not a {type(given).__name__}"
+    )
 
 
 def context_of(runtime_context: object) -> Context:
@@ -458,11 +544,13 @@ def context_of(runtime_context: object) -> Context:
     - a dict of its fields (every key one of its fields);
     - a parent's context, an object or a dict, whose ``planexec`` field or key holds a
       :class:`Context`, a dict of its fields, or None (the defaults);
-    - a parent's context with no ``planexec`` field or key, none of whose keys is one of
-      planexec's fields, and no context at all: the defaults.
+    - a parent's context with no ``planexec`` field or key, none of whose keys or fields is
+      one of planexec's fields or close to one (or to ``planexec``), and no context at all:
+      the defaults.
 
-    Anything else is an :class:`InvalidContextError` saying what is accepted; so is a dict
-    that mixes planexec's fields with other keys (give planexec's under ``planexec``).
+    Anything else is an :class:`InvalidContextError` saying what is accepted; so is a parent's
+    context that mixes planexec's fields with its own, or has a key like one of planexec's
+    names (``planexc``, ``approvall``: a misspelling), or more than :data:`MAX_CONTEXT_KEYS`.
     """
     if runtime_context is None:
         return Context()
@@ -477,7 +565,9 @@ def context_of(runtime_context: object) -> Context:
         raise InvalidContextError(
             f"invalid context: expected {_ACCEPTED}, not a {type(runtime_context).__name__}"
         )
-    return _settings_in(getattr(runtime_context, PARENT_KEY, None))
+    if hasattr(runtime_context, PARENT_KEY):
+        return _settings_in(getattr(runtime_context, PARENT_KEY))
+    return _parents_own(runtime_context)
 
 
 def _settings_in(value: object) -> Context:
@@ -497,21 +587,65 @@ def _settings_in(value: object) -> Context:
 
 def _context_in_dict(values: Mapping[Any, Any]) -> Context:
     """Read a dict context with no ``planexec`` key: planexec's own fields, or a parent's."""
-    names = {f.name for f in dataclasses.fields(Context)} | set(RENAMED_FIELDS)
+    if len(values) > MAX_CONTEXT_KEYS:
+        raise InvalidContextError(_refusal([_too_many(len(values))]))
+    names = set(_field_names()) | set(RENAMED_FIELDS)
     ours = sorted(str(k) for k in values if k in names)
     others = sorted(str(k) for k in values if k not in names)
     if not others:
         return _from_fields(values)
     if not ours:
+        _refuse_misspellings(others)
         return Context()  # a parent's own context, with nothing for planexec: the defaults
     raise InvalidContextError(
         f"invalid context: it mixes planexec's fields ({', '.join(ours)}) with other keys "
-        f"({', '.join(others)}): a parent graph's context gives planexec's settings under a "
+        f"({_shown_names(others)}): a parent graph's context gives planexec's settings under a "
         f"'{PARENT_KEY}' key (a Context or a dict of its fields), e.g. "
-        f"{{'{others[0]}': ..., '{PARENT_KEY}': {{'{ours[0]}': ...}}}}"
+        f"{{'{shown_name(others[0])}': ..., '{PARENT_KEY}': {{'{ours[0]}': ...}}}}"
     )
+
+
+def _parents_own(context: object) -> Context:
+    """Read a parent's context object with no ``planexec`` field: the defaults, if it is one."""
+    names = _attribute_names(context)
+    if len(names) > MAX_CONTEXT_KEYS:
+        raise InvalidContextError(_refusal([_too_many(len(names))]))
+    ours = sorted(n for n in names if n in _field_names() or n in RENAMED_FIELDS)
+    if ours:
+        raise InvalidContextError(
+            f"invalid context: a {type(context).__name__} with planexec's fields "
+            f"({', '.join(ours)}) as its own and no '{PARENT_KEY}' field: expected {_ACCEPTED}"
+        )
+    _refuse_misspellings(names)
+    return Context()
+
+
+def _attribute_names(context: object) -> list[str]:
+    """Return the fields of a context object: a dataclass's, a pydantic model's, or its own."""
+    if dataclasses.is_dataclass(context):
+        return [f.name for f in dataclasses.fields(context)]
+    model_fields = getattr(type(context), "model_fields", None)
+    if isinstance(model_fields, Mapping):
+        return [str(name) for name in model_fields]
+    return [str(name) for name in getattr(context, "__dict__", {})]
+
+
+def _refuse_misspellings(names: list[str]) -> None:
+    """Refuse a parent's context with a key like one of planexec's names, but not one."""
+    wanted = (PARENT_KEY, *_field_names())
+    misspelt = []
+    for name in names:
+        if len(name) > MAX_SHOWN_NAME:  # far longer than any of planexec's names: not like one
+            continue
+        close = difflib.get_close_matches(name, wanted, n=1, cutoff=CLOSE_MATCH)
+        if close:
+            misspelt.append(f"{name}: did you mean {close[0]}?")
+    if misspelt:
+        raise InvalidContextError(f"{_refusal(misspelt)}; {_UNDER_PARENT_KEY}")
 
 
 def _from_fields(values: Mapping[Any, Any]) -> Context:
     """Make a Context of a dict of its fields (unknown and wrong ones refused, each named)."""
+    if len(values) > MAX_CONTEXT_KEYS:
+        raise InvalidContextError(_refusal([_too_many(len(values))]))
     return Context(**{str(k): v for k, v in values.items()})

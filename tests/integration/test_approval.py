@@ -15,7 +15,7 @@ def graph():
 
 
 def first_plan():
-    return plan_of(step(1, "echo", {"text": "one"}), step(2, "echo", {"text": "got $1"}, [1]))
+    return plan_of(step(1, "echo", {"text": "one"}), step(2, "echo", {"text": "got ${1}"}, [1]))
 
 
 def start(graph, ctx, config):

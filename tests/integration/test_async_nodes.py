@@ -101,7 +101,7 @@ class TwoFacedModel(ScriptedChatModel):
 
 
 FAILING = plan_of(step(1, "always_fails", {"reason": "disk full"}), step(2, "echo", {"text": "b"}))
-REVISION = plan_of(step(3, "echo", {"text": "again, after $2"}, [2]))
+REVISION = plan_of(step(3, "echo", {"text": "again, after ${2}"}, [2]))
 VERDICTS = ScriptedReply(tool_calls=[{"name": "Verdicts", "args": {"verdicts": []}}], match=".")
 
 

@@ -18,7 +18,9 @@ from tests.openai_server import Behaviour, serve
 runner = CliRunner()
 
 TOOLS_MODULE = '''
-from langchain_core.tools import tool
+from collections.abc import Callable, Iterator
+
+from langchain_core.tools import BaseTool, tool
 from planexec.tools import ToolRegistry
 
 
@@ -38,9 +40,15 @@ REGISTRY = ToolRegistry()
 REGISTRY.register(shout, side_effects=False)
 
 
-def make_tools():
-    """The tools, made when asked."""
+def make_tools() -> list[Callable[..., str]]:
+    """The tools, made when asked (the return annotation says it returns tools)."""
     return TOOLS
+
+
+def tools_one_by_one() -> Iterator[BaseTool]:
+    """The tools, yielded one by one."""
+    yield tool(shout)
+    yield delete_customer
 
 
 NOT_TOOLS = 42
@@ -76,7 +84,10 @@ def plan_file(path: Path, *steps: dict) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("source", ["mytools:TOOLS", "mytools:make_tools", "mytools.py:TOOLS"])
+@pytest.mark.parametrize(
+    "source",
+    ["mytools:TOOLS", "mytools:make_tools", "mytools.py:TOOLS", "mytools:tools_one_by_one"],
+)
 def test_tools_of_a_module_run_and_their_marks_show_at_approval(env, source):
     plan = plan_file(
         env / "plan.json",
@@ -128,6 +139,187 @@ def test_tools_errors_are_one_line(env, source, message):
     assert message in result.output, result.output
     assert "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1, result.output
+
+
+HOSTILE_MODULE = '''
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.tools import tool
+from planexec.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from langchain_core.tools import BaseTool
+
+
+def wipe_cache() -> str:
+    """Delete every cached report (a tool for the planner)."""
+    Path("WIPED").write_text("the tool ran while loading")
+    return "wiped"
+
+
+def unannotated():
+    """Looks like a factory, but says nothing of what it returns."""
+    Path("WIPED").write_text("called")
+    return []
+
+
+def unresolvable() -> list[Undefined]:
+    """Its annotation names a type defined nowhere."""
+    Path("WIPED").write_text("called")
+    return []
+
+
+def typed_for_checkers() -> list[BaseTool]:
+    """Its annotation names a type imported only for type checkers."""
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    return [echo]
+
+
+def make_registry() -> ToolRegistry:
+    """A registry, made when asked (a string annotation: __future__ annotations)."""
+
+    @tool
+    def echo(text: str) -> str:
+        """Echo the text."""
+        return text
+
+    return ToolRegistry([echo])
+
+
+def failing_factory() -> ToolRegistry | list[Any]:
+    """A factory whose own code fails."""
+    raise RuntimeError("factory broke: " + os.environ["PLANEXEC_TEST_API_KEY"])
+
+
+def exiting_factory() -> ToolRegistry:
+    """A factory that exits the process."""
+    sys.exit(3)
+
+
+class Boom:
+    def __iter__(self):
+        raise RuntimeError("iter boom " + os.environ["PLANEXEC_TEST_API_KEY"])
+
+
+class Prop:
+    @property
+    def tools(self):
+        raise SystemExit(5)
+
+
+class BadRepr:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+BOOM = Boom()
+P = Prop()
+INF = iter(int, 1)
+LONG_TEXT = "secret-ish text " * 20
+OBJECT = BadRepr()
+'''
+
+IMPORT_EXITS = "import sys\nsys.exit(3)\n"
+IMPORT_FAILS = "import os\nraise ValueError('bad module ' + os.environ['PLANEXEC_TEST_API_KEY'])\n"
+SECRET = "sk-test-0123456789abcdef"
+
+
+@pytest.fixture
+def hostile(env, monkeypatch):
+    (env / "hostile.py").write_text(HOSTILE_MODULE)
+    (env / "exits_on_import.py").write_text(IMPORT_EXITS)
+    (env / "fails_on_import.py").write_text(IMPORT_FAILS)
+    monkeypatch.setenv("PLANEXEC_TEST_API_KEY", SECRET)
+    monkeypatch.setenv("PLANEXEC_TEST_CANARY", "canary-value-in-the-environment")
+    return env
+
+
+def run_with_tools(env: Path, source: str):
+    plan = plan_file(env / "plan.json", step(1, "list_files", {}))
+    return invoke("run", "--plan", plan, "--tools", source, "--workspace", "ws", "--yes")
+
+
+def assert_one_line_error(result, message: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert message in result.output, result.output
+    assert "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert SECRET not in result.output
+    assert "canary-value" not in result.output
+
+
+@pytest.mark.parametrize("attr", ["wipe_cache", "unannotated"])
+def test_a_plain_function_named_by_tools_is_never_called(hostile, attr):
+    result = run_with_tools(hostile, f"hostile:{attr}")
+    assert not (hostile / "WIPED").exists()  # loading the tools ran none of the user's code
+    assert_one_line_error(
+        result,
+        f"--tools hostile:{attr} is a function: to add it as a tool put it in a list "
+        f"(TOOLS = [{attr}]); a function that returns tools must say so in its return annotation "
+        "(-> list[BaseTool] or -> ToolRegistry)",
+    )
+
+
+def test_a_factory_whose_annotation_cannot_be_resolved_is_not_called(hostile):
+    result = run_with_tools(hostile, "hostile:unresolvable")
+    assert not (hostile / "WIPED").exists()
+    assert_one_line_error(result, "--tools hostile:unresolvable is a function")
+    assert "cannot be resolved" in result.output and "NameError" in result.output
+
+
+@pytest.mark.parametrize("attr", ["make_registry", "typed_for_checkers"])
+def test_a_factory_with_a_string_annotation_of_tools_is_called(hostile, attr):
+    plan = plan_file(hostile / "plan.json", step(1, "echo", {"text": "made by the factory"}))
+    result = invoke("run", "--plan", plan, "--tools", f"hostile:{attr}", "--workspace", "ws",
+                    "--yes")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "made by the factory" in result.output
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("hostile:BOOM", "--tools hostile:BOOM: reading BOOM failed: RuntimeError: iter boom"),
+        ("hostile:P.tools", "--tools hostile:P.tools: reading P.tools failed: SystemExit: 5"),
+        (
+            "hostile:failing_factory",
+            "--tools hostile:failing_factory: calling failing_factory() failed: RuntimeError: "
+            "factory broke: [redacted]",
+        ),
+        (
+            "hostile:exiting_factory",
+            "--tools hostile:exiting_factory: calling exiting_factory() failed: SystemExit: 3",
+        ),
+        ("hostile:INF", "--tools hostile:INF: tools holds more than 10000 items"),
+        (
+            "exits_on_import:X",
+            "--tools exits_on_import:X: importing exits_on_import failed: SystemExit: 3",
+        ),  # fmt: skip
+        (
+            "fails_on_import:X",
+            "--tools fails_on_import:X: importing fails_on_import failed: "
+            "ValueError: bad module [redacted]",
+        ),  # fmt: skip
+        ("os:environ", "--tools os:environ is a mapping of type _Environ ("),
+        ("hostile:LONG_TEXT", "--tools hostile:LONG_TEXT is a str of 320 characters"),
+        ("hostile:OBJECT", "--tools hostile:OBJECT is an object of type BadRepr"),
+        ("builtins:print", "--tools builtins:print is the builtin function print"),
+    ],
+)
+def test_what_the_users_code_raises_or_holds_is_one_scrubbed_line(hostile, source, message):
+    result = run_with_tools(hostile, source)
+    assert_one_line_error(result, message)
+    assert "secret-ish" not in result.output
 
 
 def test_tools_are_given_to_resume_as_well(env):

@@ -28,7 +28,7 @@ COMPACT = {
     "steps": [
         {"count": {"label": "first"}},
         {"always_fails": {"reason": "disk full"}, "depends_on": [1]},
-        {"count": {"label": "after $2"}, "expected_output": "a label"},
+        {"count": {"label": "after ${2}"}, "expected_output": "a label"},
     ],
 }
 
@@ -37,7 +37,7 @@ def test_a_compact_plan_is_approved_whole_and_replanned_compactly(use_models, ct
     ran.clear()
     revision = {
         "goal": "x",
-        "steps": [{"count": {"label": "instead of $1"}}, {"echo": {"text": "$2"}}],
+        "steps": [{"count": {"label": "instead of ${1}"}}, {"echo": {"text": "$2"}}],
     }
     planner = use_models(planner=scripted(plan_reply(COMPACT), plan_reply(revision)))["planner"]
     graph = build_graph(

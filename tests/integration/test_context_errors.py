@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph_sdk import get_client
+from pydantic import BaseModel
 
 from planexec import Context, build_graph
-from planexec.context import InvalidContextError
+from planexec.context import MAX_CONTEXT_KEYS, InvalidContextError
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
 from tests.servers import langgraph_dev
@@ -166,3 +171,116 @@ def test_a_dict_key_that_is_not_text_is_named(graph, planner):
     message = refused(graph, {1: "x", "aproval": "always"}, planner)
     assert "1: a field name must be text" in message
     assert "aproval: unknown field (did you mean approval?)" in message
+
+
+# ---- contexts planexec cannot read, and contexts too big to read (hostile review) ---------
+
+
+@dataclass
+class UsersOwnContext:
+    """A user's own context class, with a setting named like planexec's but no ``planexec``."""
+
+    approval: str = "always"
+
+
+class UsersOwnModel(BaseModel):
+    """The same as a pydantic model."""
+
+    approval: str = "always"
+
+
+@pytest.mark.parametrize(
+    "context",
+    [SimpleNamespace(approval="always"), UsersOwnContext(), UsersOwnModel(), SimpleNamespace()],
+    ids=["namespace", "dataclass", "pydantic model", "empty namespace"],
+)
+def test_a_top_level_context_planexec_cannot_read_is_refused_saying_what_is_accepted(
+    graph, planner, context
+):
+    message = refused(graph, context, planner)
+    assert "expected a planexec Context or a dict of its fields" in message
+    assert "in a parent graph, a parent context with planexec's settings in a 'planexec'" in message
+    assert f"not a {type(context).__name__}" in message
+
+
+def deeply_nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_deeply_nested_value_is_refused_not_a_recursion_error(graph, planner):
+    with pytest.raises(InvalidContextError) as caught:
+        Context(max_steps=deeply_nested(5000))  # type: ignore[arg-type]
+    assert str(caught.value).startswith("invalid context: max_steps: Input should be a valid")
+    assert len(str(caught.value)) < 300
+    message = refused(graph, {"max_steps": deeply_nested(5000)}, planner)
+    assert "max_steps: Input should be a valid integer (got [[[" in message
+
+
+def test_a_context_with_more_keys_than_any_real_one_is_refused_at_once(graph, planner):
+    huge = {f"approvalx{i}": 1 for i in range(100_000)}
+    started = time.perf_counter()
+    message = refused(graph, huge, planner)
+    assert time.perf_counter() - started < 1.0
+    assert "100,000 keys" in message and f"at most {MAX_CONTEXT_KEYS}" in message
+    assert len(message) < 500
+
+
+def test_many_wrong_fields_are_named_up_to_ten_then_counted(graph, planner):
+    wrong = {f"max_stepz{i}": 1 for i in range(15)}
+    message = refused(graph, wrong, planner)
+    assert message.count("unknown field") == 10
+    assert message.endswith("; and 5 more")
+    assert "max_stepz0: unknown field" in message and "max_stepz10" not in message
+
+
+@pytest.mark.parametrize(
+    "context",
+    [{"a" * 1_000_000: 1}, {"approval" + "l" * 200_000: 1}, {"max_steps": "x" * 1_000_000}],
+    ids=["1 MB key", "a long near miss", "1 MB value"],
+)
+def test_a_huge_key_or_value_is_shown_cut_short(graph, planner, context):
+    message = refused(graph, context, planner)
+    assert len(message) < 300
+    assert "..." in message
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("key", ["x-colour", "__colour__", "langgraph_colour"])
+def test_a_key_the_server_never_adds_is_named_over_the_api(server, key):
+    """The server adds its own keys (headers, auth, tracing) to ``configurable``, not context."""
+    result, state = run_over_the_api(server, {key: "blue"})
+    assert result["__error__"]["error"] == "InvalidContextError"
+    assert f"{key}: unknown field" in result["__error__"]["message"]
+    assert not state["values"]
+
+
+@pytest.mark.server
+def test_a_huge_context_over_the_api_is_refused_at_once_with_a_short_error(server):
+    result, state = run_over_the_api(server, {f"approvalx{i}": 1 for i in range(5_000)})
+    assert result["__error__"]["error"] == "InvalidContextError"
+    message = result["__error__"]["message"]
+    assert "5,000 keys" in message and len(message) < 500
+    assert not state["values"]
+
+
+@pytest.mark.server
+def test_a_run_sent_with_custom_headers_is_not_refused_for_them(server, tmp_path):
+    """The server copies ``x-*`` headers into ``configurable``; the context stays as sent."""
+    script = tmp_path / "planner.json"
+    plan = plan_of(step(1, "list_files", {}))
+    script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": plan}]}]))
+
+    async def scenario():
+        client = get_client(url=server, headers={"x-tenant": "acme", "x-request-id": "r-1"})
+        tid = (await client.threads.create())["thread_id"]
+        context = {"planner_model": f"scripted:{script}"}
+        return await client.runs.wait(
+            tid, "planexec", input={"task": "say hi"}, context=context, raise_error=False
+        )
+
+    result = asyncio.run(scenario())
+    assert "__error__" not in result, result
+    assert result["__interrupt__"][0]["value"]["type"] == "plan_approval"

@@ -12,6 +12,7 @@ import contextlib
 import operator
 import uuid
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import pytest
@@ -32,7 +33,7 @@ from tests.helpers import echo, plan_of, plan_reply, scripted, step, text_reply
 
 TWO_STEPS = plan_of(
     step(1, "echo", {"text": "hello"}),
-    step(2, "echo", {"text": "$1 again"}, deps=[1]),
+    step(2, "echo", {"text": "${1} again"}, deps=[1]),
     goal="Say hello twice",
 )
 
@@ -350,3 +351,66 @@ def test_the_tool_outside_a_graph_says_the_approval_needs_one():
     tool = as_tool(subgraph())
     with pytest.raises(ApprovalOutsideGraphError, match="checkpointer"):
         tool.invoke({"task": "Say hello twice"}, config())
+
+
+# -- a parent's context with planexec's settings misspelt (hostile review) -------------------
+
+
+@dataclass
+class MisspeltParentContext:
+    """A parent's context whose ``planexec`` field is misspelt."""
+
+    user_id: str = "u-1"
+    planexc: dict[str, Any] | None = None
+
+
+@dataclass
+class FlatParentContext:
+    """A parent's context that gives a planexec setting as a field of its own."""
+
+    user_id: str = "u-1"
+    approval: str = "always"
+
+
+class MisspeltParentModel(BaseModel):
+    """A pydantic parent context with a setting misspelt as its own field."""
+
+    user_id: str = "u-1"
+    approvall: str = "always"
+
+
+@pytest.mark.parametrize("shape", ["node", "called from a node"])
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        (
+            {"planexc": {"approval": "always"}, "user_id": "u-1"},
+            "planexc: did you mean planexec?; a parent graph gives planexec's settings under a "
+            "'planexec' key",
+        ),
+        ({"user_id": "u-1", "approvall": "always"}, "approvall: did you mean approval?"),
+        (MisspeltParentContext(planexc={"approval": "always"}), "planexc: did you mean planexec?"),
+        (MisspeltParentModel(), "approvall: did you mean approval?"),
+        (FlatParentContext(), "planexec's fields (approval)"),
+        ({f"k{i}": 1 for i in range(1_000)}, "1,000 keys"),
+    ],
+    ids=["dict planexc", "dict approvall", "dataclass", "pydantic", "flat dataclass", "huge"],
+)
+def test_planexec_settings_misspelt_in_a_parent_context_are_refused_naming_them(
+    shape, context, message
+):
+    schema = AppTypedContext if isinstance(context, dict) else type(context)
+    parent = as_node(schema) if shape == "node" else called_from_a_node(schema)
+    with pytest.raises(InvalidContextError) as caught:
+        parent.invoke({"task": "Say hello twice", **PARENT_KEYS}, config(), context=context)
+    assert message in str(caught.value)
+    assert len(str(caught.value)) < 600
+    nested = [
+        c for c in parent.checkpointer.list(None) if c.config["configurable"]["checkpoint_ns"]
+    ]
+    assert nested == []  # refused before planexec's first node ran
+
+
+def test_a_foreign_parent_context_with_nothing_like_planexecs_settings_runs_on_the_defaults():
+    assert context_of(SimpleNamespace(user_id="u-1", model="m")) == Context()
+    assert context_of({"user_id": "u-1", "approvals_queue": "q"}) == Context()

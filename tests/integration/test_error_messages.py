@@ -50,6 +50,104 @@ def test_a_base_url_no_client_can_call_is_refused_naming_the_setting(monkeypatch
         graph.invoke({"task": "t"}, thread(), context=ctx(planner_model="openai:planner"))
 
 
+# A key rides in OPENAI_BASE_URL in many ways: as the user name, a password, the query, the
+# fragment, ";params" or a path part. No message shows any of it, nor the run's state.
+SECRET_IN_URL = [
+    ("http://gwtokenABCDEF123456@127.0.0.1:{port}/v1", ["gwtokenABCDEF123456"]),
+    ("http://127.0.0.1:{port}/v1#auth=FRAGSECRET1", ["FRAGSECRET1"]),
+    ("http://127.0.0.1:{port}/v1;api_key=SEMISECRET1", ["SEMISECRET1"]),
+    ("http://127.0.0.1:{port}/v1?api_key=QQQsecretQQQ", ["QQQsecretQQQ"]),
+    ("http://127.0.0.1:{port}/sk-proj-abc_def_ghi_jkl/v1", ["abc_def_ghi_jkl"]),
+    ("http://127.0.0.1:{port}/v1/key-Ab3dE-fG7hI-jK9lM", ["Ab3dE-fG7hI"]),
+    ("http://127.0.0.1:{port}/gw/abcdefghijklmnopqrstuvwxyzabcdef/v1", ["abcdefghijklmnop"]),
+]
+MALFORMED_SECRET_URL = [
+    ("http://tokenABCDEF123456@host:99999/v1", ["tokenABCDEF123456"]),
+    ("http://user:hunter2secret@host:99999/v1", ["hunter2secret", "user"]),
+    ("localhost:8000/v1?api_key=QQQsecretQQQ", ["QQQsecretQQQ"]),
+    ("ftp://u:pw-secret-77@h/v1", ["pw-secret-77"]),
+    ("http://host:99999/v1#key=FRAGSECRET1", ["FRAGSECRET1"]),
+    ("http://host:99999/v1/key-Ab3dE-fG7hI-jK9lM", ["Ab3dE-fG7hI"]),
+    ("http://host:99999/v1;api_key=SEMISECRET1", ["SEMISECRET1"]),
+    ("http://gwtokenABCDEF123456@127.0.0.1:99999/v1#auth=FRAGSECRET1", ["gwtoken", "FRAGSECRET"]),
+    ("http://[::1/v1?key=IPV6SECRET", ["IPV6SECRET"]),
+    ("sk-proj-ABCdef123456GHIjkl789", ["ABCdef123456GHIjkl789"]),
+]
+
+
+def _assert_hidden(secrets: list[str], *texts: str) -> None:
+    for text in texts:
+        for secret in secrets:
+            assert secret.lower() not in text.lower(), (secret, text)
+
+
+@pytest.mark.parametrize(("url", "secrets"), SECRET_IN_URL)
+def test_a_provider_error_shows_no_key_of_the_base_url(monkeypatch, ctx, url, secrets):
+    """Through the real client against a closed port: the endpoint it names is the URL's
+    scheme, host, port and path, with key-like path parts masked."""
+    port = free_port()
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", url.format(port=port))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    run, config = ctx(planner_model="openai:planner", planner_timeouts={"total": 20.0}), thread()
+    with pytest.raises(ProviderError) as raised:
+        graph.invoke({"task": "t"}, config, context=run)
+    said = str(raised.value)
+    assert f"at http://127.0.0.1:{port}/" in said
+    _assert_hidden(secrets, said, str(graph.get_state(config).values))
+
+
+@pytest.mark.parametrize(("url", "secrets"), MALFORMED_SECRET_URL)
+def test_a_refused_base_url_shows_no_key_of_it(monkeypatch, ctx, url, secrets):
+    """The refusal of a base URL no client can call names its scheme, host, port and path only."""
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    config = thread()
+    refused = "^OPENAI_BASE_URL '.*' is not a server's URL"
+    with pytest.raises(ConfigurationError, match=refused) as raised:
+        graph.invoke({"task": "t"}, config, context=ctx(planner_model="openai:planner"))
+    _assert_hidden(secrets, str(raised.value), str(graph.get_state(config).values))
+
+
+def test_a_url_in_a_providers_words_shows_no_key(monkeypatch, ctx):
+    """A gateway that quotes the URL it was called at: its words show that URL as every
+    message does (scheme, host, port and path), not the key riding in it."""
+    from tests.openai_server import Behaviour, serve
+
+    quoted = "no route for http://gwtokenABCDEF123456@gw.example/v1;api_key=SEMISECRET1/chat?k=QQQ1"
+    error = {"message": quoted, "type": "invalid_request_error", "code": "not_found"}
+    with serve(lambda body: {}, behave=lambda body, n: Behaviour(status=404, error=error)) as (
+        url,
+        _,
+    ):
+        monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        graph, config = (
+            build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo])),
+            thread(),
+        )
+        with pytest.raises(ProviderError, match="no route for http://gw.example/v1/chat") as raised:
+            graph.invoke({"task": "t"}, config, context=ctx(planner_model="openai:planner"))
+    _assert_hidden(["gwtoken", "SEMISECRET1", "QQQ1"], str(raised.value))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://my-res.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18/chat",
+        "http://[::1]:8080/v1",
+        "https://api-inference.huggingface.co/v1/chat/completions",
+        "localhost:8000/v1",
+    ],
+)
+def test_a_url_without_a_key_is_shown_whole(url):
+    """Masking keeps what tells a setting apart: the host, the port, a deployment's name."""
+    from planexec.llm.endpoint import shown_url
+
+    assert shown_url(url) == url
+
+
 # --- the folder a file was looked for in ------------------------------------------------------
 
 

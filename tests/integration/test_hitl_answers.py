@@ -15,7 +15,7 @@ from planexec import build_graph
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
 
-FIRST = plan_of(step(1, "echo", {"text": "one"}), step(2, "echo", {"text": "got $1"}, [1]))
+FIRST = plan_of(step(1, "echo", {"text": "one"}), step(2, "echo", {"text": "got ${1}"}, [1]))
 REVISED = plan_of(step(1, "echo", {"text": "revised"}))
 EDITED_STEPS = plan_of(step(1, "echo", {"text": "edited"}))["steps"]
 

@@ -284,7 +284,7 @@ def test_a_bare_secret_streamed_under_never_runs_redacted_and_matches_the_plan(m
     it ([redacted]), and the whole plan joins (no divergence, no second run)."""
     for name, value in leaky.ENV.items():
         monkeypatch.setenv(name, value)
-    short = {"steps": [{"echo": f"key {leaky.SECRET}"}, {"top_rows": 3}, {"echo": "$1 again"}]}
+    short = {"steps": [{"echo": f"key {leaky.SECRET}"}, {"top_rows": 3}, {"echo": "${1} again"}]}
     planner = ScriptedChatModel(replies=[plan_reply(short)], stream_chunk_chars=4)
     graph = graph_with(planner, approval="never")
     config = thread()
@@ -300,7 +300,7 @@ def test_a_bare_secret_streamed_under_never_runs_redacted_and_matches_the_plan(m
 
 def test_a_goal_from_the_task_stays_the_same_through_a_replan(use_models):
     """The revision leaves out its goal: it keeps the first plan's (taken from the task)."""
-    first = {"steps": [{"pair": {"a": "x", "b": "y"}}, {"top_rows": "not a number $1"}]}
+    first = {"steps": [{"pair": {"a": "x", "b": "y"}}, {"top_rows": "not a number ${1}"}]}
     revision = {"steps": [{"top_rows": 2}]}
     graph = graph_with(scripted(plan_reply(first), plan_reply(revision)))
     config = thread()

@@ -83,9 +83,9 @@ def test_a_judge_that_always_rejects_gets_one_retry_then_the_run_ends(graph, use
 def test_a_judge_retry_reruns_the_dependents_of_the_rejected_step(graph, use_models, ctx):
     plan = plan_of(
         step(1, "tick", {"label": "a"}),
-        step(2, "tick", {"label": "got $1"}, [1]),
+        step(2, "tick", {"label": "got ${1}"}, [1]),
         step(3, "tick", {"label": "c"}),
-        step(4, "tick", {"label": "after $2"}, [2]),
+        step(4, "tick", {"label": "after ${2}"}, [2]),
     )
     judge = scripted(verdicts((1, False), (2, True), (3, True), (4, True)), verdicts())
     use_models(planner=scripted(plan_reply(plan)), evaluator=judge)
@@ -101,7 +101,7 @@ def test_a_judge_retry_reruns_the_dependents_of_the_rejected_step(graph, use_mod
 
 
 def test_a_rejected_dependent_after_the_retry_ends_the_round(graph, use_models, ctx):
-    plan = plan_of(step(1, "tick", {"label": "a"}), step(2, "tick", {"label": "got $1"}, [1]))
+    plan = plan_of(step(1, "tick", {"label": "a"}), step(2, "tick", {"label": "got ${1}"}, [1]))
     judge = scripted(verdicts((1, False), (2, True)), verdicts((1, True), (2, False)))
     use_models(planner=scripted(plan_reply(plan)), evaluator=judge)
     out = approve(graph, ctx(llm_judge=True, max_replans=0), thread())
@@ -120,7 +120,7 @@ def test_a_step_failing_a_check_after_its_dependent_ran_is_replanned_validly(
     planner = use_models(
         planner=scripted(
             plan_reply(plan),
-            plan_reply(plan_of(step(4, "tick", {"label": "instead, with $3"}, [3]))),
+            plan_reply(plan_of(step(4, "tick", {"label": "instead, with ${3}"}, [3]))),
         )
     )["planner"]
     config = thread()

@@ -74,7 +74,7 @@ def test_retries_run_out_then_the_failure_is_the_steps(use_models, ctx):
 def test_skip_goes_on_without_the_step_where_its_output_is_not_needed(use_models, ctx, mode):
     plan = plan_of(
         {**step(1, "always_fails", {}), "on_failure": "skip"},
-        step(2, "echo", {"text": "uses $1"}),  # needs step 1's output: skipped
+        step(2, "echo", {"text": "uses ${1}"}),  # needs step 1's output: skipped
         step(3, "echo", {"text": "after 1, not its output"}, [1]),  # runs
         step(4, "echo", {"text": "independent"}),
     )
@@ -147,7 +147,7 @@ def test_a_reviewer_sets_on_failure_by_editing_the_plan(use_models, ctx):
 ASK_PLAN = plan_of(
     {**step(1, "flaky", {"text": "first"}), "on_failure": "ask"},
     step(2, "echo", {"text": "independent"}),
-    step(3, "echo", {"text": "uses $1"}),
+    step(3, "echo", {"text": "uses ${1}"}),
 )
 
 
@@ -186,9 +186,9 @@ def test_a_whole_independent_chain_runs_before_the_question(use_models, ctx):
     plan = plan_of(
         {**step(1, "flaky", {"text": "first"}), "on_failure": "ask"},
         step(2, "echo", {"text": "a"}),
-        step(3, "echo", {"text": "$2 then b"}, [2]),
-        step(4, "echo", {"text": "$3 then c"}, [3]),
-        step(5, "echo", {"text": "$4 and $1"}, [4]),
+        step(3, "echo", {"text": "${2} then b"}, [2]),
+        step(4, "echo", {"text": "${3} then c"}, [3]),
+        step(5, "echo", {"text": "${4} and ${1}"}, [4]),
     )
     graph, config, _, out = asked(use_models, ctx, plan)
     assert out["__interrupt__"][0].value["step"]["id"] == 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import os
 import warnings
 
 import pytest
@@ -195,6 +197,94 @@ def test_tool_registry_of_returns_a_registry_as_is_and_makes_one_of_a_list():
     assert ToolRegistry.of(registry) is registry
     made = ToolRegistry.of(iter([shout, lookup_customer]))
     assert made.names() == ["lookup_customer", "shout"]
+
+
+# -- what is not a tool, said by name -------------------------------------------------------
+
+
+def undocumented(customer: str) -> str:
+    return customer
+
+
+async def streams(customer: str):
+    """Yield a customer's records."""
+    yield customer
+
+
+class IterationFails:
+    def __iter__(self):
+        raise RuntimeError("the user's own iteration failed")
+
+
+class ReprFails:
+    def __repr__(self):
+        raise RuntimeError("no repr")
+
+
+@pytest.mark.parametrize(
+    "endless", [pytest.param(itertools.count, id="count"), pytest.param(lambda: iter(int, 1))]
+)
+def test_an_endless_iterable_of_tools_is_refused_not_read_forever(endless):
+    with pytest.raises((TypeError, ValueError), match=r"more than 10000 items"):
+        build_graph(checkpointer=InMemorySaver(), tools=endless())
+    with pytest.raises((TypeError, ValueError), match=r"more than 10000 items"):
+        ToolRegistry(endless())
+
+
+def test_a_mapping_given_as_tools_is_named_by_type_and_size_never_by_contents(monkeypatch):
+    monkeypatch.setenv("PLANEXEC_TEST_CANARY", "canary-value-in-the-environment")
+    with pytest.raises(TypeError, match=r"not a mapping of type _Environ \(\d+ entries\)") as err:
+        build_graph(checkpointer=InMemorySaver(), tools=os.environ)
+    assert "canary" not in str(err.value) and "PATH" not in str(err.value)
+    with pytest.raises(TypeError) as err:
+        ToolRegistry.of([shout, {"api_key": "canary-value-in-a-dict"}])
+    assert "canary" not in str(err.value) and "a mapping of type dict (1 entries)" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [
+        pytest.param("x" * 300, "a str of 300 characters", id="long text"),
+        pytest.param(ReprFails(), "an object of type ReprFails", id="failing repr"),
+        pytest.param([shout, ReprFails()], "one item is an object of type ReprFails", id="item"),
+        pytest.param(42, "not 42 (of type int)", id="short scalar"),
+    ],
+)
+def test_what_is_not_tools_is_described_without_its_contents(given, shown):
+    with pytest.raises(TypeError) as err:
+        ToolRegistry.of(given)
+    assert shown in str(err.value)
+    assert "xxxxxxxxxx" not in str(err.value)
+
+
+def test_the_users_own_iteration_error_propagates_unchanged():
+    with pytest.raises(RuntimeError, match="the user's own iteration failed"):
+        build_graph(checkpointer=InMemorySaver(), tools=IterationFails())
+
+
+def test_a_function_without_a_docstring_is_named_with_how_to_fix_it():
+    with pytest.raises(ValueError) as err:
+        build_graph(checkpointer=InMemorySaver(), tools=[shout, undocumented])
+    said = str(err.value)
+    assert "tests.integration.test_own_tools.undocumented" in said
+    assert "docstring" in said and "StructuredTool.from_function(" in said
+    assert "description=" in said
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        (print, r"not a tool: print is a builtin function"),
+        (len, r"not a tool: len is a builtin function"),
+        ("".join, r"not a tool: str.join is a builtin function"),
+        (streams, r"tests.integration.test_own_tools.streams: async generators are not supported"),
+    ],
+)
+def test_builtins_and_async_generators_are_refused_by_name(given, message):
+    with pytest.raises(TypeError, match=message):
+        build_graph(checkpointer=InMemorySaver(), tools=[shout, given])
+    with pytest.raises(TypeError, match=message):
+        ToolRegistry().register(given)
 
 
 # -- name clashes ------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from tests.helpers import echo, plan_of, plan_reply, step
 
 PLAN = plan_of(
     step(1, "echo", {"text": "a"}),
-    step(2, "echo", {"text": "b, then $1"}, [1]),
+    step(2, "echo", {"text": "b, then ${1}"}, [1]),
     step(3, "echo", {"text": "c"}),
 )
 

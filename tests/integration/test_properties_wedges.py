@@ -53,7 +53,7 @@ CTX = Context(  # no workspace name: each thread works in a folder of its own
 )
 VALUE_PLAN = plan_of(
     step(1, "given_value"),
-    step(2, "echo", {"text": "got $1"}, [1]),
+    step(2, "echo", {"text": "got ${1}"}, [1]),
     step(3, "given_error"),
     step(4, "echo", {"text": "independent"}),
     step(5, None, {"about": "$1"}, [1], expected="a sentence"),

@@ -58,17 +58,17 @@ PLAN = {
     "steps": [
         {"mark": {"text": "a"}},
         {"broken": {"reason": "disk full"}},
-        {"mark": {"text": "c after $2"}},
+        {"mark": {"text": "c after ${2}"}},
     ],
 }
 # compact, as the replanner writes it: $1 is the kept step, $2.. the revision's own steps
 REVISION = {
     "goal": "mark things",
     "steps": [
-        {"mark": {"text": "r1 after $1"}},
-        {"mark": {"text": "r2 after $2"}},
+        {"mark": {"text": "r1 after ${1}"}},
+        {"mark": {"text": "r2 after ${2}"}},
         {"description": "say something about $3", "args": {"x": "$3"}},
-        {"mark": {"text": "r4 after $4"}},
+        {"mark": {"text": "r4 after ${4}"}},
         {"mark": {"text": "r5"}},
     ],
 }
@@ -196,7 +196,7 @@ def test_a_revision_that_stays_invalid_ends_the_run_with_its_started_steps_recor
     # r1 starts as the revision streams; the revision then names an unknown tool and no
     # repair is allowed: the run ends with a partial result, and r1 (run once) is recorded
     monkeypatch.chdir(tmp_path)
-    bad = {"goal": "mark things", "steps": [{"mark": {"text": "r1 after $1"}}, NOPE]}
+    bad = {"goal": "mark things", "steps": [{"mark": {"text": "r1 after ${1}"}}, NOPE]}
     planner = revising(revision(bad))
     graph = graph_for("never", planner)
     config = {"configurable": {"thread_id": f"i-{asynchronous}"}}
@@ -211,7 +211,7 @@ def test_a_revision_that_stays_invalid_ends_the_run_with_its_started_steps_recor
     started = state["revisions"][-1]
     assert started["version"] == 2
     assert [(s["id"], s["args"]) for s in started["plan"]["steps"]] == [
-        (2, {"text": "r1 after $1"})
+        (2, {"text": "r1 after ${1}"})
     ]
     assert started["outcomes"]["2"]["status"] == "succeeded"
     assert started["outcomes"]["2"]["output"] == "R1 AFTER A"
@@ -224,10 +224,10 @@ def test_a_repaired_revision_keeps_the_result_of_a_step_that_started_early(
     # the first draft of the revision is invalid after r1 started; the repaired one has r1
     # too: its record carries over (r1 is not run again), the rest runs after the approval
     monkeypatch.chdir(tmp_path)
-    bad = {"goal": "mark things", "steps": [{"mark": {"text": "r1 after $1"}}, NOPE]}
+    bad = {"goal": "mark things", "steps": [{"mark": {"text": "r1 after ${1}"}}, NOPE]}
     good = {
         "goal": "mark things",
-        "steps": [{"mark": {"text": "r1 after $1"}}, {"mark": {"text": "r5"}}],
+        "steps": [{"mark": {"text": "r1 after ${1}"}}, {"mark": {"text": "r5"}}],
     }
     planner = revising(plan_reply(good, match="did not fully succeed.*nope"), revision(bad))
     graph = graph_for("never", planner)

@@ -41,7 +41,7 @@ def approve(graph, ctx_obj, config):
 
 FAILING = plan_of(
     step(1, "always_fails", {"reason": "disk full"}),
-    step(2, "count", {"label": "after $1"}, [1]),
+    step(2, "count", {"label": "after ${1}"}, [1]),
     step(3, "count", {"label": "independent"}),
 )
 
@@ -50,7 +50,7 @@ def test_failure_skips_dependents_then_replans_around_it(graph, use_models, ctx)
     planner = use_models(
         planner=scripted(
             plan_reply(FAILING),
-            plan_reply(plan_of(step(4, "count", {"label": "instead, using $3"}, [3]))),
+            plan_reply(plan_of(step(4, "count", {"label": "instead, using ${3}"}, [3]))),
         )
     )["planner"]
     config = thread()
@@ -181,7 +181,7 @@ def test_missing_api_key_is_one_clear_line(graph, ctx):
 def test_editing_a_revision_reruns_changed_steps_and_their_dependents_only(graph, use_models, ctx):
     first = plan_of(
         step(1, "count", {"label": "a"}),
-        step(2, "count", {"label": "got $1"}, [1]),
+        step(2, "count", {"label": "got ${1}"}, [1]),
         step(3, "count", {"label": "c"}),
         step(4, "always_fails", {}),
     )

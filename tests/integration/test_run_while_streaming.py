@@ -45,9 +45,9 @@ PLAN = {
     "goal": "mark things",
     "steps": [
         {"mark": {"text": "a"}},
-        {"mark": {"text": "b after $1"}},
+        {"mark": {"text": "b after ${1}"}},
         {"description": "say something about $2", "args": {"x": "$2"}},
-        {"mark": {"text": "d after $3"}},
+        {"mark": {"text": "d after ${3}"}},
         {"mark": {"text": "e"}},
     ],
 }
@@ -212,7 +212,7 @@ def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_r
         in result["final"]["answer"]
     )
     (revision,) = state.values["revisions"]
-    assert [s["args"] for s in revision["plan"]["steps"]] == [{"text": "a"}, {"text": "b after $1"}]
+    assert [s["args"] for s in revision["plan"]["steps"]] == [{"text": "a"}, {"text": "b after ${1}"}]
     assert {k: r["status"] for k, r in revision["outcomes"].items()} == {
         "1": "succeeded",
         "2": "succeeded",
@@ -312,7 +312,7 @@ def test_a_step_given_its_argument_bare_starts_while_the_plan_streams(
     tmp_path, monkeypatch, asynchronous
 ):
     monkeypatch.chdir(tmp_path)
-    short = {"steps": [{"mark": "a"}, {"mark": "$1 again"}, {"mark": "c"}, {"mark": "d"}]}
+    short = {"steps": [{"mark": "a"}, {"mark": "${1} again"}, {"mark": "c"}, {"mark": "d"}]}
     planner = HeldModel(replies=[plan_reply(short)], stream_chunk_chars=4)
     graph = graph_for("never", planner)
     config = {"configurable": {"thread_id": f"bare-{asynchronous}"}}

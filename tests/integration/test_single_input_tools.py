@@ -37,8 +37,8 @@ ASYNC = Tool(name="shout", func=None, coroutine=ashout, description="Upper-case 
 @pytest.mark.parametrize(
     "steps",
     [
-        [{"tool": "shout", "args": {"tool_input": "hi"}}, {"shout": {"tool_input": "$1 there"}}],
-        [{"shout": "hi"}, {"shout": "$1 there"}],  # compact: the one argument, bare
+        [{"tool": "shout", "args": {"tool_input": "hi"}}, {"shout": {"tool_input": "${1} there"}}],
+        [{"shout": "hi"}, {"shout": "${1} there"}],  # compact: the one argument, bare
     ],
     ids=["full", "compact"],
 )

@@ -119,7 +119,7 @@ def test_numpy_pandas_and_python_values_are_stored_by_the_rule(graph, use_models
     plan = plan_of(
         step(1, "pandas_mean"),
         step(2, "python_values"),
-        step(3, "echo", {"text": "mean $1, when $2.when"}, [1, 2]),
+        step(3, "echo", {"text": "mean ${1}, when $2.when"}, [1, 2]),
     )
     use_models(planner=scripted(plan_reply(plan)))
     out, config = run(graph, ctx(), plan)

@@ -181,7 +181,7 @@ def test_a_reference_the_output_cannot_have_is_refused_naming_what_exists(refere
 
 @pytest.mark.parametrize(
     "reference",
-    ["$1.path", "$1.columns.0", "$1.columns.7", "$1.unit", "see $1.rows rows", "all: $1"],
+    ["$1.path", "$1.columns.0", "$1.columns.7", "$1.unit", "see $1.rows rows", "all: ${1}"],
 )
 def test_references_the_output_can_have_are_accepted(reference):
     plan = plan_of(step(1, "load_table", {"name": "s"}), step(2, "shout", {"text": reference}))

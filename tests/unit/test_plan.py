@@ -86,7 +86,7 @@ def test_references_resolve_whole_values_fields_and_text():
     outputs = {1: {"path": "a.csv", "rows": [10, 20]}, 2: "hello"}
     assert resolve_references("$1", outputs) == outputs[1]
     assert resolve_references("$1.rows.1", outputs) == 20
-    assert resolve_references({"x": ["file $1.path and $2", "$$5"]}, outputs) == {
+    assert resolve_references({"x": ["file $1.path and ${2}", "$$5"]}, outputs) == {
         "x": ["file a.csv and hello", "$5"]
     }
     with pytest.raises(UnresolvedReferenceError, match="no field 'nope'"):

@@ -42,7 +42,7 @@ def test_compact_steps_are_written_out_in_full():
         "steps": [
             {"echo": {"text": "a"}},
             {"sleep_for": {"seconds": 0}, "depends_on": [1]},
-            {"echo": {"text": "$1 and $2.label"}, "expected_output": "both"},
+            {"echo": {"text": "${1} and $2.label"}, "expected_output": "both"},
             {"description": "Sum up $3", "args": {"about": "$3"}, "tools": ["echo"]},
         ],
     }
@@ -125,7 +125,7 @@ def _dag(n: int, data: st.DataObject) -> dict:
     for i in range(1, n + 1):
         deps = data.draw(st.lists(st.integers(1, i - 1), unique=True, max_size=3)) if i > 1 else []
         by_ref = data.draw(st.lists(st.sampled_from(deps), unique=True)) if deps else []
-        text = " ".join(f"${d}" for d in by_ref) or f"text {i}"
+        text = " ".join(f"${{{d}}}" for d in by_ref) or f"text {i}"
         described = data.draw(st.booleans())
         tool_less = data.draw(st.booleans())
         steps.append(
@@ -145,7 +145,7 @@ def _dag(n: int, data: st.DataObject) -> dict:
 def _compact(full: dict) -> dict:
     steps = []
     for s in full["steps"]:
-        refs = {int(w[1:]) for w in s["args"]["text"].split() if w.startswith("$")}
+        refs = {int(w[2:-1]) for w in s["args"]["text"].split() if w.startswith("${")}
         step = {s["tool"]: s["args"]} if s["tool"] else {"args": s["args"]}
         extra = [d for d in s["depends_on"] if d not in refs]
         step |= {"depends_on": extra} if extra else {}

@@ -3,10 +3,10 @@
 ``"Total: $1,250.00"`` in step 1 was read as a reference to step 1 ("step 1 depends on
 itself"), ``"costs $5"`` as one to a step 5. The rule (plan/references.py):
 
-- ``"$N"`` or ``"$N.path"`` as a whole argument value is a reference, always;
-- in text, ``$N.field`` (a field name after the dot) is a reference, always;
-- in text, a bare ``$N`` is a reference only to an earlier step (N below the step's id) and
-  never when an amount's digits follow (``$1,250.00``, ``$5.99``): otherwise it is text;
+- ``"$N"`` or ``"$N.path"`` as a whole argument value is a reference (a whole amount such as
+  ``"$5.00"`` is not);
+- in text, ``${N}`` / ``${N.path}`` and ``$N.field`` (a field name after the dot) are
+  references; a bare ``$N`` is text, in any step, whatever the step depends on;
 - ``$$`` is a literal ``$`` everywhere: ``"$$3"`` reaches the tool as ``$3``.
 """
 
@@ -59,20 +59,25 @@ def test_money_in_the_first_step_is_text(text):
 
 
 @pytest.mark.parametrize(
-    "text", ["costs $5", "$9 off", "Total: $1,250.00", "$2.50 each", "$2.00", "$0 down"]
+    "text", ["costs $5", "$9 off", "Total: $1,250.00", "$2.50 each", "$2.00", "$0 down", "$2"]
 )
-def test_money_in_a_later_step_is_text(text):
-    """Bare $N in text refers only to an earlier step; $2.50 is an amount whatever the plan."""
-    steps = [step(1, "price"), step(2, "note", {"text": "a"}), step(3, "note", {"text": text})]
-    plan = validate_plan(plan_of(*steps), registry(), max_steps=5)
-    assert plan.steps[2].depends_on == []
+def test_money_in_any_later_step_is_text(text):
+    """The hostile case: a bare $N in text stays text even after step N, and even in a step
+    that depends on it (a whole "$2" is a reference: see below)."""
+    steps = [step(i, "price") for i in range(1, 6)]
+    plan = validate_plan(
+        plan_of(*steps, step(6, "note", {"text": f"Your order: {text}"}, [5])),
+        registry(),
+        max_steps=9,
+    )
+    assert plan.steps[5].depends_on == [5]
 
 
 @pytest.mark.parametrize(
     ("text", "depends_on"),
-    [("got $1", [1]), ("$1 again", [1]), ("mean $1, when $2", [1, 2]), ("n=$1", [1])],
+    [("got ${1}", [1]), ("${1} again", [1]), ("mean ${1}, when ${2}", [1, 2]), ("n=${1}", [1])],
 )
-def test_references_to_earlier_steps_in_text_still_are(text, depends_on):
+def test_references_in_text_are_braced_or_name_a_field(text, depends_on):
     steps = [step(1, "price"), step(2, "price"), step(3, "note", {"text": text})]
     plan = validate_plan(plan_of(*steps), registry(), max_steps=5)
     assert plan.steps[2].depends_on == depends_on
@@ -106,8 +111,8 @@ def test_amounts_reach_the_tool_verbatim_and_references_are_filled(use_models, c
     plan = plan_of(
         step(1, "note", {"text": "Total: $1,250.00"}),
         step(2, "price"),
-        step(3, "note", {"text": "price $2, $3 off, was $9.99; escaped $$2"}),
+        step(3, "note", {"text": "price ${2}, $2 off, was $9.99; escaped $$2"}, [2]),
     )
     out = run(use_models, ctx, plan)
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert SEEN == ["Total: $1,250.00", "price 12.50, $3 off, was $9.99; escaped $2"]
+    assert SEEN == ["Total: $1,250.00", "price 12.50, $2 off, was $9.99; escaped $2"]

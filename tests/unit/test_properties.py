@@ -41,7 +41,7 @@ def check_invariants(plan: Plan) -> None:
         assert not s.tools or s.tool is None  # only a tool-less step lists tools
         assert len(set(s.tools)) == len(s.tools) and all(t in TOOLS for t in s.tools)
         assert s.id not in s.depends_on and set(s.depends_on) <= set(ids)
-        assert {ref for ref, _ in iter_references(s.args, s.id)} <= set(s.depends_on)
+        assert {ref for ref, _ in iter_references(s.args)} <= set(s.depends_on)
     tuple(TopologicalSorter({s.id: s.depends_on for s in plan.steps}).static_order())
     json.dumps(plan.model_dump(), allow_nan=False)
 

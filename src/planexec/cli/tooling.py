@@ -3,34 +3,78 @@
 ``--tools`` adds Python tools to the built-in file and data tools (a name already taken is an
 error, never a silent replacement): ``ATTR`` of ``MODULE`` is a
 :class:`~planexec.tools.ToolRegistry`, a list (any iterable) of LangChain tools and plain
-functions, or a function of no arguments returning one of those. ``MODULE`` is a dotted module
-importable from the current folder (as ``python -m`` finds it) or the path of a ``.py`` file.
+functions, or a function of no arguments whose return annotation says it returns one of those
+(``-> list[BaseTool]``, ``-> ToolRegistry``). No other function is ever called while loading:
+a plain function named alone is refused (it is most likely a tool, and calling it would run it).
+``MODULE`` is a dotted module importable from the current folder (as ``python -m`` finds it) or
+the path of a ``.py`` file. Whatever the user's code raises while it is imported, read or
+called is one scrubbed line naming the source; an error message never shows what a value holds.
 """
 
 from __future__ import annotations
 
+import collections.abc as abc
 import contextlib
 import importlib
 import importlib.util
 import inspect
+import itertools
 import os
 import sys
-from collections.abc import Iterable, Iterator
+import types
+import typing
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
 from planexec.cli.guard import UserError
 from planexec.errors import ToolNameClashError
+from planexec.guarantees.secrets import scrub_text
 from planexec.tools import ToolRegistry, default_registry
-from planexec.tools.registry import origin
+from planexec.tools.registry import MAX_TOOLS, describe_value, origin
 
+FACTORY_ANNOTATION = (
+    "a function that returns tools must say so in its return annotation "
+    "(-> list[BaseTool] or -> ToolRegistry)"
+)
+"""How a function tells ``--tools`` it is to be called for the tools (the one kind called)."""
 ACCEPTED = (
     "ATTR must be a ToolRegistry, a list of tools (LangChain tools or plain functions), or a "
-    "function of no arguments returning one"
+    "function of no arguments whose return annotation says it returns one "
+    "(-> list[BaseTool] or -> ToolRegistry)"
 )
 """What ``--tools MODULE:ATTR`` may name, as its errors say it."""
+USER_CODE_ERRORS = (Exception, SystemExit)
+"""What the user's module may raise while it is imported, read or called: one line each.
+(A Ctrl-C, KeyboardInterrupt, stays the interruption it is.)"""
+TOOL_CONTAINERS: frozenset[object] = frozenset(
+    {
+        list,
+        tuple,
+        set,
+        frozenset,
+        abc.Iterable,
+        abc.Iterator,
+        abc.Generator,
+        abc.Collection,
+        abc.Sequence,
+        abc.MutableSequence,
+        abc.Set,
+    }
+)
+"""The return annotations of a tools factory that hold tools: ``list[BaseTool]`` and the like."""
+TYPING_NAMES: dict[str, object] = {
+    "BaseTool": BaseTool,
+    "ToolRegistry": ToolRegistry,
+    "Any": Any,
+    **{name: getattr(abc, name) for name in ("Callable", "Iterable", "Iterator", "Sequence")},
+}
+"""Names a tools factory's string annotation may use without defining them (imported only
+``if TYPE_CHECKING``): tried when the module's own names do not resolve it."""
+_MISSING = object()
 
 
 def load_tools(source: str) -> ToolRegistry:
@@ -39,24 +83,38 @@ def load_tools(source: str) -> ToolRegistry:
     if not sep or not module_name.strip() or not attr.strip():
         raise UserError(f"--tools {source}: give MODULE:ATTR; {ACCEPTED}")
     module = _module(source, module_name)
+    try:
+        tools = _read(source, module, module_name, attr)
+    except UserError:
+        raise
+    except USER_CODE_ERRORS as exc:  # the user's code: one line, what it raised
+        raise UserError(f"--tools {source}: reading {attr} failed: {_said(exc)}") from None
+    try:
+        return ToolRegistry.of(tools)  # more than MAX_TOOLS items: refused there
+    except (TypeError, ValueError) as exc:  # planexec's errors are ValueErrors too
+        raise UserError(f"--tools {source}: {scrub_text(str(exc))}") from None
+
+
+def _read(source: str, module: ModuleType, module_name: str, attr: str) -> object:
+    """Return what ``MODULE:ATTR`` names, as a registry or a list of (at most MAX_TOOLS+1) items.
+
+    A function is called only when it is a tools factory (:func:`_called_factory`); whatever
+    the attribute or its iteration raises propagates to :func:`load_tools`.
+    """
     value: object = module
     for part in attr.split("."):
-        if not hasattr(value, part):
+        value = getattr(value, part, _MISSING)
+        if value is _MISSING:
             raise UserError(f"--tools {source}: module {module_name} has no attribute {attr!r}")
-        value = getattr(value, part)
-    if _is_factory(value):
-        try:
-            value = value()  # type: ignore[operator]
-        except Exception as exc:  # the user's code: one line, what it raised
-            raise UserError(f"--tools {source}: calling {attr}() failed: {_said(exc)}") from None
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        value = _called_factory(source, attr, value)
     if isinstance(value, BaseTool):
-        value = [value]  # one LangChain tool is a list of one
-    if not (isinstance(value, ToolRegistry) or _is_list(value)):
+        return [value]  # one LangChain tool is a list of one
+    if isinstance(value, ToolRegistry):
+        return value
+    if not _is_list(value):
         raise UserError(f"--tools {source} is {_what(value)}: {ACCEPTED}")
-    try:
-        return ToolRegistry.of(value)
-    except (TypeError, ValueError) as exc:
-        raise UserError(f"--tools {source}: {exc}") from None
+    return list(itertools.islice(value, MAX_TOOLS + 1))
 
 
 def add_tools(registry: ToolRegistry, source: str, tools: ToolRegistry) -> None:
@@ -113,7 +171,7 @@ def _module(source: str, name: str) -> ModuleType:
                 "installed packages"
             ) from None
         raise UserError(f"--tools {source}: importing {name} failed: {_said(exc)}") from None
-    except Exception as exc:  # the module's own code failed (SyntaxError included)
+    except USER_CODE_ERRORS as exc:  # the module's own code failed (SyntaxError included)
         raise UserError(f"--tools {source}: importing {name} failed: {_said(exc)}") from None
 
 
@@ -132,37 +190,104 @@ def _module_of_file(source: str, path: Path) -> ModuleType:
     sys.modules[name] = module  # dataclasses and pydantic look their module up by name
     try:
         spec.loader.exec_module(module)
-    except Exception as exc:
+    except USER_CODE_ERRORS as exc:
         sys.modules.pop(name, None)
         raise UserError(f"--tools {source}: importing {path} failed: {_said(exc)}") from None
     return module
 
 
-def _is_factory(value: object) -> bool:
-    """Say whether ``value`` is a function to call for the tools (it takes no argument)."""
-    if not (inspect.isfunction(value) or inspect.ismethod(value)):
+def _called_factory(source: str, attr: str, function: Callable[..., Any]) -> object:
+    """Call a tools factory and return what it made; refuse any other function uncalled.
+
+    A factory takes no required argument and says in its return annotation that it returns
+    a :class:`ToolRegistry` or a list (iterable) of tools. Any other function is most likely a
+    tool itself: calling it to see what it returns would run it (delete, send, write).
+    """
+    name = getattr(function, "__name__", attr)
+    parameters = inspect.signature(function).parameters.values()
+    required = [
+        p.name
+        for p in parameters
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        raise UserError(
+            f"--tools {source} is a function with arguments ({name}; to add it as a tool, list "
+            f"it): put it in a list (TOOLS = [{name}]); a function that returns tools takes none"
+        )
+    try:
+        hint = _return_hint(function)
+    except USER_CODE_ERRORS as exc:  # a name the module never defines
+        raise UserError(
+            f"--tools {source} is a function: to add it as a tool put it in a list (TOOLS = "
+            f"[{name}]); {FACTORY_ANNOTATION}, and its annotations cannot be resolved "
+            f"({_said(exc)})"
+        ) from None
+    async_code = inspect.iscoroutinefunction(function) or inspect.isasyncgenfunction(function)
+    if hint is _MISSING or async_code or not _returns_tools(hint):
+        raise UserError(
+            f"--tools {source} is a function: to add it as a tool put it in a list (TOOLS = "
+            f"[{name}]); {FACTORY_ANNOTATION}"
+        )
+    try:
+        return function()
+    except USER_CODE_ERRORS as exc:
+        raise UserError(f"--tools {source}: calling {attr}() failed: {_said(exc)}") from None
+
+
+def _return_hint(function: Callable[..., Any]) -> object:
+    """Return a function's resolved return annotation (``_MISSING`` when it has none).
+
+    A string annotation is resolved in the function's module; failing that (a name imported
+    only ``if TYPE_CHECKING``), with the names of :data:`TYPING_NAMES` as well.
+    """
+    if "return" not in getattr(function, "__annotations__", {}):
+        return _MISSING
+    try:
+        return typing.get_type_hints(function)["return"]
+    except NameError:
+        return typing.get_type_hints(function, localns=TYPING_NAMES)["return"]
+
+
+def _returns_tools(hint: object) -> bool:
+    """Say whether a return annotation is a registry or a container of tools."""
+    if isinstance(hint, type) and issubclass(hint, ToolRegistry):
+        return True
+    origin_ = typing.get_origin(hint) or hint
+    args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+    if origin_ in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        return bool(members) and all(_returns_tools(a) for a in members)
+    if origin_ not in TOOL_CONTAINERS:
         return False
-    parameters = inspect.signature(value).parameters.values()
-    return all(
-        p.default is not p.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters
-    )
+    if origin_ is abc.Generator:
+        args = args[:1]  # Generator[yielded, sent, returned]
+    return all(_is_tool_type(a) for a in args)
 
 
-def _is_list(value: object) -> bool:
+def _is_tool_type(hint: object) -> bool:
+    """Say whether an annotation of a factory's items names tools (or says nothing)."""
+    if hint is Any or (isinstance(hint, type) and issubclass(hint, BaseTool)):
+        return True
+    origin_ = typing.get_origin(hint) or hint
+    if origin_ is abc.Callable:
+        return True
+    if origin_ in (typing.Union, types.UnionType):
+        return all(_is_tool_type(a) for a in typing.get_args(hint))
+    return False
+
+
+def _is_list(value: object) -> typing.TypeGuard[Iterable[object]]:
     """Say whether ``value`` is an iterable that may hold tools (not text, not a mapping)."""
-    return isinstance(value, Iterable) and not isinstance(value, str | bytes | dict | type)
+    return isinstance(value, Iterable) and not isinstance(value, str | bytes | Mapping | type)
 
 
 def _what(value: object) -> str:
-    """Name what a value is, in a few words."""
-    if inspect.isfunction(value):
-        return f"a function with arguments ({value.__name__}; to add it as a tool, list it)"
-    shown = repr(value)
-    shown = shown if len(shown) <= 40 else shown[:39] + "…"
-    return f"{shown} (of type {type(value).__name__})"
+    """Name what a value is, in a few words, never what it holds (the registry's words)."""
+    return scrub_text(describe_value(value))
 
 
 def _said(exc: BaseException) -> str:
-    """Return an exception in one line: its type and first line."""
+    """Return an exception in one scrubbed line: its type and first line."""
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return scrub_text(f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__)

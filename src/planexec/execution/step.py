@@ -84,7 +84,7 @@ def _usable(dep: int, done: StepOutcome, step: StepDoc, round_: ExecutionRound) 
         return True
     if done["status"] != "failed" or dep not in round_.skippable:
         return False
-    return all(ref != dep for ref, _ in iter_references(step["args"], step["id"]))
+    return all(ref != dep for ref, _ in iter_references(step["args"]))
 
 
 def _spent_budget(round_: ExecutionRound) -> str | None:
@@ -97,7 +97,7 @@ async def _resolve(
     step: StepDoc, deps: dict[int, StepOutcome], round_: ExecutionRound
 ) -> tuple[dict[str, Any], dict[int, Any]]:
     """Return the step's arguments with references resolved, and its dependencies' outputs."""
-    referenced = {ref for ref, _ in iter_references(step["args"], step["id"])}
+    referenced = {ref for ref, _ in iter_references(step["args"])}
     referenced |= set(step["depends_on"])
     needed = {d: deps[d] for d in sorted(referenced & set(deps))}
     inputs: dict[int, Any] = {d: rec.get("output") for d, rec in needed.items()}
@@ -105,7 +105,7 @@ async def _resolve(
         inputs = await run_in_thread(  # read spilled outputs off the event loop
             lambda: {d: output_of(rec, round_.outputs) for d, rec in needed.items()}
         )
-    return resolve_references(step["args"], inputs, step["id"]), inputs
+    return resolve_references(step["args"], inputs), inputs
 
 
 async def _attempts(

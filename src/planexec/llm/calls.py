@@ -20,7 +20,8 @@ planexec promises about providers:
   short backoff) and never past the deadline; an error that cannot pass (a spent quota, a
   prompt past the context length, a refused key) is not asked again. Either way the error is a
   :class:`ProviderError` naming the provider's status, code and message, and the endpoint the
-  request went to (:mod:`planexec.llm.endpoint`: no user, password or query).
+  request went to (:mod:`planexec.llm.endpoint`: scheme, host, port and path, keys masked;
+  a URL quoted in the message is shown the same way).
 * **Whole text, whole replies.** Streamed chunks are mended before anyone sees them: a
   character split across two chunks (a surrogate pair's halves) is joined, a tool's name that a
   serving stack repeats in every delta is kept once. A reply that did not end normally
@@ -63,7 +64,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 
 from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
-from planexec.llm.endpoint import endpoint_of
+from planexec.llm.endpoint import endpoint_of, urls_shown
 from planexec.runtime import workers
 from planexec.runtime.daemon_loop import DaemonLoop
 
@@ -525,7 +526,7 @@ def provider_failure(exc: BaseException) -> ProviderFailure | None:
     failure = _provider_failure(exc)
     if failure is None:
         return None
-    return replace(failure, endpoint=endpoint_of(exc))
+    return replace(failure, endpoint=endpoint_of(exc), message=urls_shown(failure.message))
 
 
 def _provider_failure(exc: BaseException) -> ProviderFailure | None:

@@ -27,9 +27,8 @@ from langgraph.constants import TAG_NOSTREAM
 
 from planexec.context import DEFAULT_TIMEOUTS, Context
 from planexec.errors import ConfigurationError
-from planexec.guarantees.secrets import scrub_text
 from planexec.llm.calls import Limits
-from planexec.llm.endpoint import shown_endpoint
+from planexec.llm.endpoint import shown_url
 from planexec.llm.scrubbed import ScrubbedChatModel
 
 MISSING_KEY = (
@@ -139,13 +138,23 @@ def _check_base_url(url: str) -> None:
     Without a scheme (``localhost:8000/v1``) or with a port out of range, every call would
     fail with the client's bare "Connection error." (or a crash inside its connection code).
     """
-    if shown_endpoint(url) is not None and urlsplit(url).scheme in ("http", "https"):
+    if _callable_url(url):
         return
-    shown = scrub_text(url.split("?", 1)[0])
+    shown = shown_url(url)
     raise ConfigurationError(
         f"OPENAI_BASE_URL {shown!r} is not a server's URL: give http:// or https://, a host "
         "and a port from 1 to 65535, and the API's path (e.g. http://localhost:11434/v1)"
     )
+
+
+def _callable_url(url: str) -> bool:
+    """Whether ``url`` is ``http(s)://host[:port]…`` with a port from 1 to 65535."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port out of range, a malformed IPv6 host
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
 
 
 # Providers whose clients retry by themselves: planexec.llm.calls is the one retry layer of

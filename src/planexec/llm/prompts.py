@@ -13,8 +13,9 @@ arguments whose default is right. A tool with one required argument may take it 
 - A step the executor model must do itself (summarising, writing prose) has no tool key: \
 {{"description": "<what to write>", "args": {{...}}, "tools": [...]}}; it may call only the \
 tools in its "tools" list (default none): list only what it needs.
-- Pass results by reference: "$N" is step N's whole output, "$N.field" one field of it; both \
-work inside longer strings. A reference makes the step wait for step N; add \
+- Pass results by reference: "$N" is step N's whole output, "$N.field" one field of it. \
+Inside longer text write "${{N}}" (or "$N.field"): a bare $5 in text is text ("costs $5"), and \
+"$$" is a literal "$". A reference makes the step wait for step N; add \
 "depends_on": [N] only when a step must wait for a step it does not refer to. Steps that do \
 not wait for each other run in parallel, so add no needless dependencies.
 - Optional on tool steps: "description" when the tool call alone does not say why, and \

@@ -192,7 +192,7 @@ def compact_plan(plan: dict[str, Any]) -> dict[str, Any]:
         else:
             out["description"] = step.get("description", "")
             out |= {k: step[k] for k in ("args", "tools") if step.get(k)}
-        referenced = {ref for ref, _ in iter_references(args, step.get("id"))}
+        referenced = {ref for ref, _ in iter_references(args)}
         extra = [d for d in step.get("depends_on") or [] if d not in referenced]
         out |= {"depends_on": extra} if extra else {}
         out |= {

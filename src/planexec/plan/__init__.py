@@ -105,7 +105,7 @@ class Step(BaseModel):
         A step whose dependencies already name every referenced step keeps them as given
         (its content, hence its digest, does not change); otherwise they become sorted.
         """
-        refs = {ref for ref, _ in iter_references(self.args, self.id) if 1 <= ref <= INT_MAX}
+        refs = {ref for ref, _ in iter_references(self.args) if 1 <= ref <= INT_MAX}
         if not refs <= set(self.depends_on):
             self.depends_on = sorted(refs | set(self.depends_on))
         return self

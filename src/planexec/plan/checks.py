@@ -54,7 +54,7 @@ def check_step(
             "model's instructions)"
         )
     errors.extend(_check_step_tools(step, tools))
-    refs = {ref for ref, _ in iter_references(step.args, step.id)}
+    refs = {ref for ref, _ in iter_references(step.args)}
     for dep in step.depends_on:
         if dep == step.id:
             errors.append(f"step {step.id} depends on itself")
@@ -81,7 +81,7 @@ def check_references(
     errors: dict[str, None] = {}  # each problem once, however often an argument repeats it
     places = _argument_places(step, tools)
     for name, value in step.args.items():
-        for ref, path in iter_references(value, step.id):
+        for ref, path in iter_references(value):
             producer = producers.get(ref)
             schema = tools.output_schema(producer) if producer in tools else None
             if schema is None:
@@ -137,7 +137,9 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
         return _check_json_args(step, tools.args_json_schema(tool))
     fields = schema.model_fields
     errors = _unknown_arguments(step, list(fields))
-    deferred = {name for name, value in step.args.items() if any(iter_references(value, step.id))}
+    deferred = {
+        name for name, value in step.args.items() if any(iter_references(value))
+    }
     try:
         schema.model_validate({k: v for k, v in step.args.items() if k in fields})
     except ValidationError as exc:
@@ -171,7 +173,9 @@ def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
         return []
     closed = schema.get("additionalProperties") in (None, False)
     errors = _unknown_arguments(step, list(map(str, properties))) if closed else []
-    deferred = {name for name, value in step.args.items() if any(iter_references(value, step.id))}
+    deferred = {
+        name for name, value in step.args.items() if any(iter_references(value))
+    }
     if deferred:  # what keys are present is known only at run time: each argument alone
         required = [r for r in schema.get("required") or [] if r not in deferred]
         shared: dict[str, Any] = {

@@ -27,8 +27,13 @@ PRODUCES_CELL = 100
 MARKUP = re.compile(r"([\\`*_\[\]<>!|~$])")
 """Characters that start Markdown markup (links, images, HTML, code, emphasis, table cells,
 math)."""
-PROSE_MARKUP = re.compile(r"(?<!\\)(\$|!\[)")
-"""What Markdown prose may not start: math (``$``) and images (``![``)."""
+PROSE_MARKUP = re.compile(r"(?<!\\)(?P<escapes>(?:\\\\)*)(?P<char>\$|!(?=\[))")
+"""What Markdown prose may not start: math (``$``) and images (``![``, also ``![a][ref]``).
+
+Each is found with the backslashes before it, taken two by two: CommonMark reads a backslash
+before any ASCII punctuation as an escape, so ``\\\\`` is a literal backslash and the ``![``
+after it a live image. An even run (none included) leaves the character live; an odd run has
+already escaped it, and no match is found there."""
 
 
 class ModelCallEstimate(TypedDict):
@@ -114,11 +119,13 @@ def escaped(text: str, limit: int) -> str:
 def markdown_prose(text: str) -> str:
     """Return Markdown text (an answer, a report) fit to show a human: ``$`` and ``![`` escaped.
 
-    Its other markup is kept. A chat UI reads ``$…$`` as a LaTeX formula (Agent Chat UI
-    does), and renders an image at once, which the reader's browser fetches (a link needs a
-    click).
+    Every ``$`` and every ``!`` before ``[`` ends up after an odd number of backslashes, however
+    many the text put there (see :data:`PROSE_MARKUP`). A chat UI reads ``$…$`` as a LaTeX
+    formula (Agent Chat UI does), and renders an image at once, which the reader's browser
+    fetches (a link needs a click). Its other markup is kept; raw HTML (``<img src=…>``) too:
+    Agent Chat UI renders Markdown without raw HTML (react-markdown, no rehype-raw).
     """
-    return PROSE_MARKUP.sub(r"\\\1", text)
+    return PROSE_MARKUP.sub(r"\g<escapes>\\\g<char>", text)
 
 
 def _cell(text: str, limit: int) -> str:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import reprlib
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from typing import Any, TypeAlias
 
 from langchain_core.tools import BaseTool, Tool
@@ -29,6 +33,9 @@ ACCEPTED = (
     "(e.g. [my_tool, my_function] or [*default_registry(), my_tool])"
 )
 """What ``build_graph(tools=...)`` and :meth:`ToolRegistry.of` accept."""
+MAX_TOOLS = 10_000
+"""The most tools one registry is made of: an iterable holding more (an endless iterator) is
+refused after reading this many and one more, never read on forever."""
 FILE_FIELDS = "file_fields"
 TYPICAL_LATENCY = "typical_latency"
 """Metadata key of a tool's typical seconds a call (slots and the approval's estimate use it)."""
@@ -68,7 +75,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[BaseTool | Callable[..., Any]] = ()) -> None:
         """Register the given tools (two of one name: :class:`ToolNameClashError`)."""
         self._tools: dict[str, BaseTool] = {}
-        for item in tools:
+        for item in bounded(tools):
             self.register(item)
 
     @classmethod
@@ -77,7 +84,9 @@ class ToolRegistry:
 
         ``tools`` is a :class:`ToolRegistry` or any iterable of LangChain tools (``BaseTool``,
         ``@tool`` functions) and plain functions (what ``create_agent`` takes). Anything else
-        (a mapping, a text, a single tool, an item that is not callable) is a ``TypeError``.
+        (a mapping, a text, a single tool, an item that is not callable) is a ``TypeError``;
+        more than :data:`MAX_TOOLS` items a ``ValueError``. What the iterable itself raises while
+        it is read is the caller's own error and propagates as it is.
         """
         if isinstance(tools, ToolRegistry):
             return tools
@@ -86,11 +95,11 @@ class ToolRegistry:
             or not isinstance(tools, Iterable)
             or callable(tools)
         ):
-            raise TypeError(f"tools must be {ACCEPTED}, not {_kind(tools)}")
-        items = list(tools)
+            raise TypeError(f"tools must be {ACCEPTED}, not {describe_value(tools)}")
+        items = bounded(tools)
         for item in items:
             if not (isinstance(item, BaseTool) or callable(item)) or isinstance(item, type):
-                raise TypeError(f"tools must be {ACCEPTED}; one item is {_kind(item)}")
+                raise TypeError(f"tools must be {ACCEPTED}; one item is {describe_value(item)}")
         return cls(items)
 
     def register(
@@ -120,7 +129,7 @@ class ToolRegistry:
         ``output_schema`` declares what the tool returns (a type, or a JSON Schema mapping),
         in place of its return annotation or ``metadata["output_schema"]``.
         """
-        tool_ = _with_args_schema(item if isinstance(item, BaseTool) else as_tool(item))
+        tool_ = _with_args_schema(item if isinstance(item, BaseTool) else _function_tool(item))
         if getattr(tool_, "response_format", None) == "content_and_artifact":
             from planexec.tools.mcp.adapters import adapt, from_adapters
 
@@ -329,13 +338,108 @@ def origin(tool_: BaseTool) -> str:
     return f"{where} ({said!r})" if said else where
 
 
-def _kind(value: object) -> str:
-    """Name what a value is, for an error message."""
+def bounded(tools: Iterable[Any]) -> list[Any]:
+    """Read an iterable of tools into a list: at most :data:`MAX_TOOLS` (else a ValueError)."""
+    items = list(itertools.islice(tools, MAX_TOOLS + 1))
+    if len(items) > MAX_TOOLS:
+        raise ValueError(
+            f"tools holds more than {MAX_TOOLS} items (an endless iterator?): a registry takes at "
+            f"most {MAX_TOOLS} tools"
+        )
+    return items
+
+
+BUILTIN_FUNCTIONS = (
+    types.BuiltinFunctionType,
+    types.BuiltinMethodType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.MethodDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+"""The types of functions written in C (``print``, ``len``, ``str.join``): not tools."""
+_SHORT = reprlib.Repr()  # Python 3.11's Repr takes no keywords
+_SHORT.maxstring = _SHORT.maxlong = _SHORT.maxother = 40
+SHOWN_TEXT = 40
+"""The longest text an error message shows as it is (a longer one: its length only)."""
+
+
+def code_name(value: object) -> str:
+    """Name a function, class or other callable by its ``module.qualname`` (for messages)."""
+    named = value if hasattr(value, "__qualname__") else type(value)
+    qualname = getattr(named, "__qualname__", type(value).__qualname__)
+    module = getattr(named, "__module__", None)
+    return f"{module}.{qualname}" if module and module != "builtins" else str(qualname)
+
+
+def describe_value(value: object) -> str:
+    """Say what a value is, for an error message, without showing what it holds.
+
+    Short scalars (numbers, short texts, None) are shown bounded by :mod:`reprlib`; anything
+    else by its type (and its length): a mapping or a list of secrets is never printed, and a
+    value whose ``repr`` or ``len`` fails is still described.
+    """
+    kind = type(value).__name__
     if isinstance(value, BaseTool):
         return f"a single tool ({value.name!r}); put it in a list"
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:59] + "…"
-    return f"{shown} (of type {type(value).__name__})"
+    if value is None or isinstance(value, bool | int | float | complex):
+        return f"{_SHORT.repr(value)} (of type {kind})"
+    if isinstance(value, str):
+        if len(value) <= SHOWN_TEXT:
+            return f"{value!r} (of type str)"
+        return f"a str of {len(value)} characters"
+    if isinstance(value, bytes | bytearray):
+        return f"{len(value)} bytes (of type {kind})"
+    if isinstance(value, BUILTIN_FUNCTIONS):
+        return f"the builtin function {code_name(value)}"
+    if inspect.isfunction(value) or inspect.ismethod(value):
+        return f"the function {code_name(value)}"
+    if isinstance(value, type):
+        return f"the class {code_name(value)}"
+    size = _size(value)
+    if isinstance(value, Mapping):
+        return f"a mapping of type {kind}" + (f" ({size} entries)" if size is not None else "")
+    return f"an object of type {kind}" + (f" ({size} items)" if size is not None else "")
+
+
+def _size(value: object) -> int | None:
+    """Return a container's length, when it has one it can tell."""
+    if not isinstance(value, Sized):
+        return None
+    try:
+        return len(value)
+    except Exception:  # a user's __len__ that fails: the type alone describes it
+        return None
+
+
+def _function_tool(item: Callable[..., Any]) -> BaseTool:
+    """Make a LangChain tool of a plain function, or say by name why it cannot be one."""
+    if isinstance(item, BUILTIN_FUNCTIONS):
+        raise TypeError(
+            f"not a tool: {code_name(item)} is a builtin function; wrap it in a function of "
+            "your own with a docstring"
+        )
+    if inspect.isasyncgenfunction(item):
+        raise TypeError(
+            f"{code_name(item)}: async generators are not supported as tools (a tool returns "
+            "one value): make it an async function that returns the values"
+        )
+    try:
+        return as_tool(item)
+    except ValueError as exc:  # LangChain's message does not say which function
+        name = code_name(item)
+        given = getattr(item, "__name__", "")
+        given = given if given.isidentifier() else "func"
+        if "docstring" in str(exc):
+            raise ValueError(
+                f"{name} cannot be a tool: it has no docstring (the planner reads it as the "
+                f"tool's description). Add one, or wrap it: StructuredTool.from_function("
+                f"{given}, description=...)"
+            ) from None
+        raise ValueError(
+            f"{name} cannot be a tool: {str(exc).rstrip('.')}; give a function with a docstring, "
+            "or wrap it: StructuredTool.from_function(func, name=..., description=...)"
+        ) from None
 
 
 def _checked_side_effects(name: str, value: object) -> bool | None:
