@@ -212,7 +212,10 @@ def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_r
         in result["final"]["answer"]
     )
     (revision,) = state.values["revisions"]
-    assert [s["args"] for s in revision["plan"]["steps"]] == [{"text": "a"}, {"text": "b after ${1}"}]
+    assert [s["args"] for s in revision["plan"]["steps"]] == [
+        {"text": "a"},
+        {"text": "b after ${1}"},
+    ]
     assert {k: r["status"] for k, r in revision["outcomes"].items()} == {
         "1": "succeeded",
         "2": "succeeded",

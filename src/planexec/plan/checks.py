@@ -137,9 +137,7 @@ def _check_args(step: Step, tool: str, tools: ToolRegistry) -> list[str]:
         return _check_json_args(step, tools.args_json_schema(tool))
     fields = schema.model_fields
     errors = _unknown_arguments(step, list(fields))
-    deferred = {
-        name for name, value in step.args.items() if any(iter_references(value))
-    }
+    deferred = {name for name, value in step.args.items() if any(iter_references(value))}
     try:
         schema.model_validate({k: v for k, v in step.args.items() if k in fields})
     except ValidationError as exc:
@@ -173,9 +171,7 @@ def _check_json_args(step: Step, schema: dict[str, Any] | None) -> list[str]:
         return []
     closed = schema.get("additionalProperties") in (None, False)
     errors = _unknown_arguments(step, list(map(str, properties))) if closed else []
-    deferred = {
-        name for name, value in step.args.items() if any(iter_references(value))
-    }
+    deferred = {name for name, value in step.args.items() if any(iter_references(value))}
     if deferred:  # what keys are present is known only at run time: each argument alone
         required = [r for r in schema.get("required") or [] if r not in deferred]
         shared: dict[str, Any] = {
