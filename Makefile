@@ -11,13 +11,13 @@ test:  ## run every test, offline (starts PostgreSQL and langgraph dev itself)
 fuzz:  ## property tests with random examples, 20x as many as CI tries
 	HYPOTHESIS_PROFILE=fuzz $(PY) -m pytest -p no:cacheprovider tests/unit/test_properties.py tests/integration/test_properties_graph.py
 lint:  ## ruff (lint and format check)
-	$(PY) -m ruff check src tests bench
-	$(PY) -m ruff format --check src tests bench
+	$(PY) -m ruff check src tests bench examples
+	$(PY) -m ruff format --check src tests bench examples
 type:  ## mypy --strict on the package, and the import layers (.importlinter)
 	$(PY) -m mypy src
 	.venv/bin/lint-imports
 format:  ## ruff format
-	$(PY) -m ruff format src tests bench
+	$(PY) -m ruff format src tests bench examples
 bench:  ## print every benchmark table
 	PY=$(PY) bench/run_all.sh
 docs:  ## build the docs site into site/, strict (mkdocs serve: live preview)

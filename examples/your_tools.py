@@ -29,9 +29,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from typing_extensions import TypedDict
 
-from planexec import Sandbox, ToolRegistry, build_graph
+from planexec import ToolRegistry, build_graph
 from planexec.llm.scripted import ScriptedChatModel
-from planexec.storage.outputs import output_of
 from planexec.tools import current_workspace
 
 HERE = Path(__file__).resolve().parent
@@ -141,9 +140,8 @@ def main(folder: str) -> int:
     final = values["final"]
     print(f"status: {final['status']}")
     print(f"answer: {final['answer']}")
-    store = Sandbox.one_folder(folder).output_store()  # where large outputs are kept
     for step_id, record in sorted(values["steps"].items(), key=lambda item: int(item[0])):
-        output = output_of(record, store)  # inline, or read back (and checked) from its file
+        output = graph.step_output(config, step_id)  # in state, or read back from its file
         kept = "in a file" if record.get("output_file") else "in state"
         print(f"output {step_id} ({kept}): {str(output)[:70]}")
     for name in final["artifacts"]:

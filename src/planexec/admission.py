@@ -15,6 +15,7 @@ wrong value, a shared folder or thread id that cannot name its workspace.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -36,6 +37,7 @@ from planexec.guarantees.thread_lock import LANGGRAPH_TASK_ID_KEY, ahold, hold, 
 from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
+from planexec.storage.outputs import output_of
 from planexec.tools.sandbox import Sandbox
 
 MAX_TASK_CHARS = 20_000
@@ -313,6 +315,26 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         """Make the graph from a compiled one's attributes and the sandbox its runs use."""
         super().__init__(**attrs)
         self.sandbox = sandbox
+
+    def step_output(self, config: RunnableConfig, step: int | str) -> Any:
+        """Return a step's whole output in a thread: kept in state, or read back from its file.
+
+        An output larger than the run's ``inline_output_limit`` is kept in a file outside
+        every workspace (its record's ``output`` is None); this reads it back and checks it
+        against its recorded size and SHA-256. ``KeyError`` if the step has no record.
+        """
+        return self._whole_output(self.get_state(config).values, step)
+
+    async def astep_output(self, config: RunnableConfig, step: int | str) -> Any:
+        """Return a step's whole output, as :meth:`step_output` (for async savers)."""
+        values = (await self.aget_state(config)).values
+        return await asyncio.to_thread(self._whole_output, values, step)
+
+    def _whole_output(self, values: dict[str, Any], step: int | str) -> Any:
+        record = (values.get("steps") or {})[str(step)]
+        if record.get("output_file") is None or self.sandbox is None:
+            return record.get("output")
+        return output_of(record, self.sandbox.output_store())
 
     def stream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

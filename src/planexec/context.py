@@ -18,10 +18,10 @@ import functools
 import os
 import re
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Literal, TypeVar, cast, get_type_hints
+from typing import Annotated, Any, Literal, TypeVar, cast, get_args, get_type_hints
 
 from pydantic import (
     AfterValidator,
@@ -37,7 +37,7 @@ from pydantic import (
 )
 from pydantic import BaseModel as _BaseModel
 from pydantic_core import ErrorDetails
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, is_typeddict
 
 from planexec.errors import ConfigurationError
 from planexec.guarantees.storable import unstorable_reason
@@ -429,9 +429,13 @@ def context_from_dict(values: Mapping[Any, Any]) -> Context:
 
 
 def _problem(err: ErrorDetails, *, hint: bool) -> str:
-    name = ".".join(str(p) for p in err["loc"][:1])
+    """Say one problem, naming the key by its whole path (``planner_timeouts.conect``)."""
+    loc = [str(part) for part in err["loc"]]
+    name = ".".join(loc)
     if err["type"] == "extra_forbidden":
-        said = _hint(name) if hint else ""
+        said = ""
+        if hint:
+            said = _hint(loc[0]) if len(loc) == 1 else _inner_hint(loc[0], loc[-1])
         return f"{shown_name(name)}: unknown field" + (f" ({said})" if said else "")
     message = err["msg"].removeprefix("Value error, ")
     return f"{shown_name(name)}: {message} (got {shown(err['input'])})"
@@ -442,8 +446,49 @@ def _hint(name: str) -> str:
         return RENAMED_FIELDS[name]
     if len(name) > MAX_SHOWN_NAME:  # nothing that long is close to a field's name
         return ""
-    close = difflib.get_close_matches(name, _field_names(), n=1)
-    return f"did you mean {close[0]}?" if close else ""
+    meant = _same_name(name, _field_names()) or _close_name(name, _field_names(), cutoff=0.6)
+    return f"did you mean {meant}?" if meant else ""
+
+
+def _inner_hint(field_name: str, key: str) -> str:
+    """Say which key of a field's settings (a timeout's, a price's) ``key`` most likely meant."""
+    if len(key) > MAX_SHOWN_NAME:
+        return ""
+    names = _inner_names(field_name)
+    meant = _same_name(key, names) or _close_name(key, names, cutoff=0.6)
+    return f"did you mean {meant}?" if meant else ""
+
+
+@cache
+def _inner_names(field_name: str) -> tuple[str, ...]:
+    """Return the keys of the TypedDicts inside a field's type (``connect``, ``idle``, ...)."""
+    hint = get_type_hints(Context, include_extras=True).get(field_name)
+    names: list[str] = []
+    pending: list[Any] = [hint]
+    while pending:
+        kind = pending.pop()
+        if is_typeddict(kind):
+            names += [n for n in get_type_hints(kind) if n not in names]
+        pending += [a for a in get_args(kind) if isinstance(a, type) or get_args(a)]
+    return tuple(names)
+
+
+def _words(name: str) -> tuple[str, ...]:
+    """Split a name into lower-case words at separators and camelCase (``maxCost``: max, cost)."""
+    snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    return tuple(word for word in re.split(r"[^a-z0-9]+", snake) if word)
+
+
+def _same_name(name: str, names: tuple[str, ...]) -> str | None:
+    """Return the one of ``names`` that ``name`` is but for case and separators, if any."""
+    joined = "".join(_words(name))
+    return next((n for n in names if "".join(_words(n)) == joined and n != name), None)
+
+
+def _close_name(name: str, names: tuple[str, ...], *, cutoff: float) -> str | None:
+    """Return the one of ``names`` most like ``name`` (case aside), if one is ``cutoff`` alike."""
+    close = difflib.get_close_matches(name.lower(), names, n=1, cutoff=cutoff)
+    return close[0] if close else None
 
 
 @cache
@@ -510,11 +555,12 @@ _ACCEPTED = (
 )
 _UNDER_PARENT_KEY = (
     f"a parent graph gives planexec's settings under a '{PARENT_KEY}' key "
-    "(a Context or a dict of its fields)"
+    f"(a Context or a dict of its fields; None for the defaults, which also leaves the parent's "
+    f"other keys to the parent)"
 )
 CLOSE_MATCH = 0.8
-"""How alike (difflib's ratio) a parent context's key and one of planexec's names must be for
-the key to be taken as a misspelling of it (``planexc``, ``approvall``)."""
+"""How alike (difflib's ratio, case aside) a parent context's key and one of planexec's names
+must be for the key to be taken as a misspelling of it (``planexc``, ``approvall``)."""
 
 
 def run_context(given: object) -> Context:
@@ -545,12 +591,13 @@ def context_of(runtime_context: object) -> Context:
     - a parent's context, an object or a dict, whose ``planexec`` field or key holds a
       :class:`Context`, a dict of its fields, or None (the defaults);
     - a parent's context with no ``planexec`` field or key, none of whose keys or fields is
-      one of planexec's fields or close to one (or to ``planexec``), and no context at all:
-      the defaults.
+      one of planexec's fields or seems meant for planexec (:func:`_refuse_misspellings`),
+      and no context at all: the defaults.
 
     Anything else is an :class:`InvalidContextError` saying what is accepted; so is a parent's
-    context that mixes planexec's fields with its own, or has a key like one of planexec's
-    names (``planexc``, ``approvall``: a misspelling), or more than :data:`MAX_CONTEXT_KEYS`.
+    context that mixes planexec's fields with its own, or has a key seemingly meant for
+    planexec (``PlanExec``, ``planexc``, ``approvall``, ``approval_policy``), or more than
+    :data:`MAX_CONTEXT_KEYS`.
     """
     if runtime_context is None:
         return Context()
@@ -559,6 +606,7 @@ def context_of(runtime_context: object) -> Context:
         return runtime_context
     if isinstance(runtime_context, Mapping):
         if PARENT_KEY in runtime_context:
+            _refuse_other_planexec_keys([str(k) for k in runtime_context])
             return _settings_in(runtime_context[PARENT_KEY])
         return _context_in_dict(runtime_context)
     if isinstance(runtime_context, str | bytes | int | float | list | tuple | set):
@@ -566,6 +614,7 @@ def context_of(runtime_context: object) -> Context:
             f"invalid context: expected {_ACCEPTED}, not a {type(runtime_context).__name__}"
         )
     if hasattr(runtime_context, PARENT_KEY):
+        _refuse_other_planexec_keys(_attribute_names(runtime_context))
         return _settings_in(getattr(runtime_context, PARENT_KEY))
     return _parents_own(runtime_context)
 
@@ -621,25 +670,84 @@ def _parents_own(context: object) -> Context:
 
 
 def _attribute_names(context: object) -> list[str]:
-    """Return the fields of a context object: a dataclass's, a pydantic model's, or its own."""
+    """Return the fields of a context object, each once.
+
+    A dataclass's fields, a pydantic model's (and its extra ones), the ``__slots__`` of every
+    class it inherits from, and its own attributes (``__dict__``).
+    """
+    names: dict[str, None] = {}
     if dataclasses.is_dataclass(context):
-        return [f.name for f in dataclasses.fields(context)]
-    model_fields = getattr(type(context), "model_fields", None)
-    if isinstance(model_fields, Mapping):
-        return [str(name) for name in model_fields]
-    return [str(name) for name in getattr(context, "__dict__", {})]
+        names.update(dict.fromkeys(f.name for f in dataclasses.fields(context)))
+    for fields in (
+        getattr(type(context), "model_fields", None),
+        getattr(context, "__pydantic_extra__", None),
+        getattr(context, "__dict__", None),
+    ):
+        if isinstance(fields, Mapping):
+            names.update(dict.fromkeys(str(name) for name in fields))
+    for cls in type(context).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        slots = (slots,) if isinstance(slots, str) else slots
+        if isinstance(slots, Iterable):
+            names.update(dict.fromkeys(str(name) for name in slots))
+    names.pop("__dict__", None)
+    names.pop("__weakref__", None)
+    return list(names)
+
+
+def _like_planexec(name: str) -> bool:
+    """Whether a key other than ``planexec`` is meant for it: containing it, or like it."""
+    if name == PARENT_KEY or len(name) > MAX_SHOWN_NAME:
+        return False
+    return (
+        PARENT_KEY in name.lower()
+        or _close_name(name, (PARENT_KEY,), cutoff=CLOSE_MATCH) is not None
+    )
+
+
+def _like_a_field(name: str) -> str | None:
+    """Return the field of :class:`Context` a parent's key was likely meant as, if any.
+
+    A key is taken for a field when, case, separators and camelCase aside, it is the field's
+    name (``MAX_STEPS``, ``maxCost``), is :data:`CLOSE_MATCH` alike (``approvall``), or starts
+    or ends with the field's whole name as words of its own (``approval_policy``,
+    ``my_max_steps``, ``maxStepsLimit``); ``max_retries``, ``approvals_queue``, ``model`` or
+    ``timeout`` are none of these.
+    """
+    if len(name) > MAX_SHOWN_NAME:  # far longer than any of planexec's names: not like one
+        return None
+    fields = _field_names()
+    meant = _same_name(name, fields) or _close_name(name, fields, cutoff=CLOSE_MATCH)
+    if meant:
+        return meant
+    words = _words(name)
+    for field_name in fields:
+        wanted = tuple(field_name.split("_"))
+        if len(words) > len(wanted) and wanted in (words[: len(wanted)], words[-len(wanted) :]):
+            return field_name
+    return None
+
+
+def _refuse_other_planexec_keys(names: list[str]) -> None:
+    """Refuse a parent's context with keys like ``planexec`` beside its ``planexec`` key."""
+    misspelt = [f"{shown_name(n)}: did you mean {PARENT_KEY}?" for n in names if _like_planexec(n)]
+    if misspelt:
+        raise InvalidContextError(f"{_refusal(misspelt)}; {_UNDER_PARENT_KEY}")
 
 
 def _refuse_misspellings(names: list[str]) -> None:
-    """Refuse a parent's context with a key like one of planexec's names, but not one."""
-    wanted = (PARENT_KEY, *_field_names())
+    """Refuse a parent's context with a key meant for planexec but not ``planexec``.
+
+    Meant for planexec: a key containing ``planexec`` in any case (``PlanExec``,
+    ``planexec_settings``) or like it (``planexc``), or one like a field of :class:`Context`
+    (:func:`_like_a_field`). A parent that has such keys of its own gives planexec's settings
+    under ``planexec`` (``None`` for the defaults): its other keys are then not read.
+    """
     misspelt = []
     for name in names:
-        if len(name) > MAX_SHOWN_NAME:  # far longer than any of planexec's names: not like one
-            continue
-        close = difflib.get_close_matches(name, wanted, n=1, cutoff=CLOSE_MATCH)
-        if close:
-            misspelt.append(f"{name}: did you mean {close[0]}?")
+        meant = PARENT_KEY if _like_planexec(name) else _like_a_field(name)
+        if meant:
+            misspelt.append(f"{shown_name(name)}: did you mean {meant}?")
     if misspelt:
         raise InvalidContextError(f"{_refusal(misspelt)}; {_UNDER_PARENT_KEY}")
 

@@ -8,7 +8,7 @@ names) is :data:`planexec.served.graph`: importing this module builds and starts
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from functools import partial
 from typing import Any, Literal, cast, get_args
 
@@ -35,6 +35,8 @@ from planexec.nodes import (
     routing,
     summary,
 )
+from planexec.review.authority import rules_from
+from planexec.review.notify import ApprovalHook, notifier_from
 from planexec.state import EmbeddedOutput, InputState, OutputState, State
 from planexec.tools import ToolRegistry, ToolsLike, default_registry
 from planexec.tools.sandbox import Sandbox, SandboxError
@@ -85,6 +87,10 @@ def build_graph(
     approval: ApprovalPolicy | None = None,
     models: Mapping[str, BaseChatModel] | None = None,
     output: Literal["full", "embedded"] = "full",
+    approvers: str | Iterable[str] | None = None,
+    separate_approver: bool | None = None,
+    approval_expires_after: float | None = None,
+    approval_hook: ApprovalHook | None = None,
 ) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools.
 
@@ -109,7 +115,17 @@ def build_graph(
     node or a tool; see :mod:`planexec.embedding`): the run returns, and so writes to the
     parent, only ``messages`` and ``planexec`` (:class:`~planexec.state.EmbeddedOutput`).
     Compile it without a checkpointer (the default): it keeps its state in the parent's.
+
+    Who may answer approvals and failed steps' questions, and until when
+    (:mod:`planexec.review.authority`): ``approvers`` (else ``$PLANEXEC_APPROVERS``: identities
+    or ``permission:NAME``, comma-separated), ``separate_approver`` (else
+    ``$PLANEXEC_SEPARATE_APPROVER``: whoever started a run may not approve its plan if it has
+    side effects), ``approval_expires_after`` (else ``$PLANEXEC_APPROVAL_EXPIRES_AFTER``,
+    seconds). ``approval_hook`` (else ``$PLANEXEC_APPROVAL_HOOK``): a callable or URL told when
+    a question waits, expires or is answered (:mod:`planexec.review.notify`).
     """
+    rules = rules_from(approvers, separate_approver, approval_expires_after)
+    notifier = notifier_from(approval_hook)
     box = _sandbox(workspace, workspace_root, sandbox)
     registry = ToolRegistry.of(tools) if tools is not None else default_registry()
     chat = ChatModels(models)
@@ -140,7 +156,13 @@ def build_graph(
     )
     builder.add_node(
         "approval",
-        partial(approval_node.review, tools=registry, operator_policy=cast(ApprovalPolicy, policy)),
+        partial(
+            approval_node.review,
+            tools=registry,
+            operator_policy=cast(ApprovalPolicy, policy),
+            rules=rules,
+            notifier=notifier,
+        ),
     )
     builder.add_node(
         "executor",
@@ -167,7 +189,10 @@ def build_graph(
         ),
         retry_policy=MODEL_RETRY,
     )
-    builder.add_node("failure_review", partial(failure_review.review_failure, tools=registry))
+    builder.add_node(
+        "failure_review",
+        partial(failure_review.review_failure, tools=registry, rules=rules, notifier=notifier),
+    )
     builder.add_node(
         "finalizer", partial(finalizer.finalize, outputs=box.output_store(), tools=registry)
     )

@@ -17,7 +17,7 @@ StepStatus = Literal["pending", "succeeded", "failed", "skipped"]
 ApprovalAction = Literal[
     "approve", "edit", "reject", "cancel", "auto", "refused", "not_approved", "presented"
 ]
-Decision = Literal["finish", "retry", "replan", "give_up", "ask"]
+EvaluationDecision = Literal["finish", "retry", "replan", "give_up", "ask"]
 FinalStatus = Literal["succeeded", "partial", "failed", "cancelled"]
 
 
@@ -77,6 +77,48 @@ class ApprovalRecord(TypedDict, total=False):
     error: str
 
 
+IdentitySource = Literal["server", "cli", "python", "policy", "unknown"]
+
+
+class Identity(TypedDict):
+    """Who made a decision or started a run, and who vouched for it (``id``: None if unknown).
+
+    Read only by :mod:`planexec.review.identity`.
+    """
+
+    id: str | None
+    source: IdentitySource
+
+
+class EditedRevision(TypedDict):
+    """The revision an ``edit`` decision made: its version and digest."""
+
+    version: int
+    digest: str
+
+
+class Decision(TypedDict, total=False):
+    """One decision in the thread's audit trail (``decisions``, append-only).
+
+    Plans: ``approve``, ``edit``, ``reject``, ``cancel``, ``refused``, ``expired`` (and
+    ``approve`` by the policy, ``by.source == "policy"``). Failed steps (``kind:
+    "step_failure"``): ``retry``, ``edit``, ``skip``, ``replan``, ``cancel``, ``refused``,
+    ``expired``. Written only by the approval and failure review nodes; never editable.
+    """
+
+    action: str
+    kind: Literal["plan", "step_failure"]
+    by: Identity
+    at: str
+    """ISO-8601 UTC time of the decision (e.g. ``2026-11-26T09:30:00.123456+00:00``)."""
+    version: int
+    digest: str
+    step: int
+    feedback: str
+    """Reject feedback, cancel reason, replan hint or refusal reason, when there is one."""
+    edited: EditedRevision
+
+
 class RefusedCall(TypedDict):
     """A tool call a step's executor model made that its step does not list: not run."""
 
@@ -134,7 +176,7 @@ class Revision(TypedDict):
 class Evaluation(TypedDict):
     """The evaluator's verdict on the latest execution round."""
 
-    decision: Decision
+    decision: EvaluationDecision
     reason: str
     retry: list[int]
 
@@ -217,6 +259,7 @@ class OutputState(TypedDict, total=False):
     revisions: Annotated[list[Revision], operator.add]
     steps: dict[str, StepRecord]
     approval: ApprovalRecord | None
+    decisions: Annotated[list[Decision], operator.add]
     evaluation: Evaluation | None
     usage: Annotated[dict[str, RoleUsage], add_usage]
     final: FinalResult | None
@@ -289,6 +332,10 @@ class State(TypedDict):
     feedback: NotRequired[str | None]
     approval: NotRequired[ApprovalRecord | None]
     approved: NotRequired[ApprovedPlan | None]
+    decisions: NotRequired[Annotated[list[Decision], operator.add]]
+    """Every decision about this thread's plans and failed steps, oldest first (append-only)."""
+    started_by: NotRequired[Identity | None]
+    """Who started the current run (written by intake)."""
     proposed: NotRequired[ProposedPlan | None]
     planning_errors: NotRequired[list[str]]
     evaluation: NotRequired[Evaluation | None]

@@ -117,6 +117,22 @@ def test_approve_at_the_prompt_and_show_and_threads(env):
     assert tid in [row["thread_id"] for row in json.loads(listed.stdout)]
 
 
+def test_show_json_gives_the_chat_messages_as_json_objects(env):
+    """Issue 33: ``show --json`` printed each message as its Python repr ("content='…'")."""
+    plan_file = env / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "hi"})))
+    )
+    tid = thread_of(invoke("run", "--plan", str(plan_file), "--workspace", "ws", "--yes").output)
+    shown = invoke("show", tid, "--json")
+    assert shown.exit_code == 0, shown.output
+    messages = json.loads(shown.stdout)["messages"]
+    assert messages and all(isinstance(m, dict) for m in messages), messages
+    assert [m["type"] for m in messages] == ["ai", "ai"], messages
+    assert messages[0]["content"].startswith("**Plan v1**")
+    assert messages[1]["content"].startswith("Step 1 (step 1) wrote a.txt")  # the answer
+
+
 def test_edit_in_the_editor(env, monkeypatch):
     plan_file = env / "plan.json"
     plan_file.write_text(

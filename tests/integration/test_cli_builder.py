@@ -123,7 +123,7 @@ def test_a_registry_keeps_its_marks_and_the_built_in_tools_stay(env):
         ("mytools:NOPE", "--tools mytools:NOPE: module mytools has no attribute 'NOPE'"),
         (
             "mytools:NOT_TOOLS",
-            "--tools mytools:NOT_TOOLS is 42 (of type int): ATTR must be a "
+            "--tools mytools:NOT_TOOLS is a value of type int: ATTR must be a "
             "ToolRegistry, a list of tools",
         ),
         ("mytools", "--tools mytools: give MODULE:ATTR"),
@@ -196,7 +196,7 @@ def make_registry() -> ToolRegistry:
     return ToolRegistry([echo])
 
 
-def failing_factory() -> ToolRegistry | list[Any]:
+def failing_factory() -> ToolRegistry | list[BaseTool]:
     """A factory whose own code fails."""
     raise RuntimeError("factory broke: " + os.environ["PLANEXEC_TEST_API_KEY"])
 
@@ -320,6 +320,231 @@ def test_what_the_users_code_raises_or_holds_is_one_scrubbed_line(hostile, sourc
     result = run_with_tools(hostile, source)
     assert_one_line_error(result, message)
     assert "secret-ish" not in result.output
+
+
+NOT_FACTORIES_MODULE = '''
+import typing
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Optional
+
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from planexec.tools import ToolRegistry
+
+
+def _ran(name):
+    Path("RAN").write_text(name + " ran while the tools were loaded")
+
+
+def bare_list() -> list:
+    """Delete old files; return the deleted names."""
+    _ran("bare_list")
+    return []
+
+
+def bare_iterator() -> Iterator:
+    """Send every pending message (a generator: its body must not run either)."""
+    _ran("bare_iterator")
+    yield "sent"
+
+
+def bare_tuple_text() -> "tuple":
+    _ran("bare_tuple_text")
+    return ()
+
+
+def bare_sequence() -> Sequence:
+    _ran("bare_sequence")
+    return []
+
+
+def bare_set() -> set:
+    _ran("bare_set")
+    return set()
+
+
+def optional_bare_list() -> Optional[list]:
+    _ran("optional_bare_list")
+    return []
+
+
+def list_of_any() -> list[Any]:
+    _ran("list_of_any")
+    return []
+
+
+def list_of_bare_callable() -> list[Callable]:
+    _ran("list_of_bare_callable")
+    return []
+
+
+def list_of_bare_typing_callable() -> list[typing.Callable]:
+    _ran("list_of_bare_typing_callable")
+    return []
+
+
+def list_of_objects() -> list[object]:
+    _ran("list_of_objects")
+    return []
+
+
+def list_of_tools_or_any() -> list[BaseTool | Any]:
+    _ran("list_of_tools_or_any")
+    return []
+
+
+def typing_list() -> typing.List:
+    _ran("typing_list")
+    return []
+
+
+def iterable_text() -> "Iterable":
+    _ran("iterable_text")
+    return []
+
+
+def list_of_text() -> list[str]:
+    _ran("list_of_text")
+    return []
+
+
+def annotation_runs_code() -> "_ran('the annotation') or list[BaseTool]":
+    return []
+
+
+def nested_annotation_runs_code() -> "list['_ran(__name__) or BaseTool']":
+    return []
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def optional_tools() -> Optional[list[BaseTool]]:
+    return [echo]
+
+
+def registry_or_none() -> ToolRegistry | None:
+    return ToolRegistry([echo])
+
+
+def subclass_items() -> list[StructuredTool]:
+    return [echo]
+
+
+def union_items() -> "list[BaseTool | Callable[..., str]]":
+    return [echo]
+
+
+def callables_of_any() -> Sequence[Callable[..., Any]]:
+    return [echo]
+
+
+def generated() -> Generator[BaseTool, None, None]:
+    yield echo
+'''
+
+
+@pytest.fixture
+def not_factories(env):
+    (env / "notfactories.py").write_text(NOT_FACTORIES_MODULE)
+    return env
+
+
+@pytest.mark.parametrize(
+    "attr",
+    [
+        "bare_list",
+        "bare_iterator",
+        "bare_tuple_text",
+        "bare_sequence",
+        "bare_set",
+        "optional_bare_list",
+        "list_of_any",
+        "list_of_bare_callable",
+        "list_of_bare_typing_callable",
+        "list_of_objects",
+        "list_of_tools_or_any",
+        "typing_list",
+        "iterable_text",
+        "list_of_text",
+    ],
+)
+def test_a_function_whose_annotation_names_no_tools_is_never_called(not_factories, attr):
+    result = run_with_tools(not_factories, f"notfactories:{attr}")
+    assert not (not_factories / "RAN").exists()  # neither called nor its generator body run
+    assert_one_line_error(
+        result,
+        f"--tools notfactories:{attr} is a function: to add it as a tool put it in a list "
+        f"(TOOLS = [{attr}]); a function that returns tools must say so in its return annotation "
+        "(-> list[BaseTool] or -> ToolRegistry)",
+    )
+
+
+@pytest.mark.parametrize("attr", ["annotation_runs_code", "nested_annotation_runs_code"])
+def test_an_annotation_that_would_run_code_is_never_evaluated(not_factories, attr):
+    result = run_with_tools(not_factories, f"notfactories:{attr}")
+    assert not (not_factories / "RAN").exists()
+    assert_one_line_error(result, f"--tools notfactories:{attr} is a function")
+    assert "-> list[BaseTool] or -> ToolRegistry" in result.output
+
+
+@pytest.mark.parametrize(
+    "attr",
+    [
+        "optional_tools",
+        "registry_or_none",
+        "subclass_items",
+        "union_items",
+        "callables_of_any",
+        "generated",
+    ],
+)
+def test_a_factory_annotated_with_tools_is_called(not_factories, attr):
+    plan = plan_file(not_factories / "plan.json", step(1, "echo", {"text": "made by " + attr}))
+    result = invoke("run", "--plan", plan, "--tools", f"notfactories:{attr}", "--workspace",
+                    "ws", "--yes")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"made by {attr}" in result.output
+
+
+LEAKY_MODULE = '''
+from langchain_core.tools import tool
+
+
+@tool
+def ok(text: str) -> str:
+    """Return the text."""
+    return text
+
+
+SHORT_SECRET = "hunter2-db-pw"
+NUMBER = 987654321123
+TEXT_ITEM = [ok, "hunter2-db-pw"]
+NUMBER_ITEM = [ok, 987654321123]
+BYTES_ITEM = [ok, b"hunter2-db-pw"]
+MAPPING_ITEM = [ok, {"password": "hunter2-db-pw"}]
+'''
+
+
+@pytest.mark.parametrize(
+    ("attr", "shown"),
+    [
+        ("SHORT_SECRET", "--tools leaky:SHORT_SECRET is a str of 13 characters: ATTR must be"),
+        ("NUMBER", "--tools leaky:NUMBER is a value of type int: ATTR must be"),
+        ("TEXT_ITEM", "one item is a str of 13 characters"),
+        ("NUMBER_ITEM", "one item is a value of type int"),
+        ("BYTES_ITEM", "one item is 13 bytes (of type bytes)"),
+        ("MAPPING_ITEM", "one item is a mapping of type dict (1 entries)"),
+    ],
+)
+def test_an_error_never_shows_what_a_value_holds(env, attr, shown):
+    (env / "leaky.py").write_text(LEAKY_MODULE)
+    result = run_with_tools(env, f"leaky:{attr}")
+    assert_one_line_error(result, shown)
+    assert "hunter2" not in result.output and "987654321123" not in result.output
 
 
 def test_tools_are_given_to_resume_as_well(env):

@@ -284,3 +284,17 @@ def test_a_run_sent_with_custom_headers_is_not_refused_for_them(server, tmp_path
     result = asyncio.run(scenario())
     assert "__error__" not in result, result
     assert result["__interrupt__"][0]["value"]["type"] == "plan_approval"
+
+
+def test_a_misspelt_key_inside_a_setting_names_its_path_and_the_inner_key_meant(graph, planner):
+    message = refused(graph, {"planner_timeouts": {"conect": 5, "idle": 10}}, planner)
+    assert "planner_timeouts.conect: unknown field (did you mean connect?)" in message
+    prices = {"model_prices": {"openai:x": {"inptu": 1.0, "output": 2.0}}}
+    message = refused(graph, prices, planner)
+    assert "model_prices.openai:x.inptu: unknown field (did you mean input?)" in message
+
+
+def test_a_key_differing_from_a_field_in_case_or_separators_is_named_with_it(graph, planner):
+    message = refused(graph, {"MAX_STEPS": 3, "maxReplans": 1}, planner)
+    assert "MAX_STEPS: unknown field (did you mean max_steps?)" in message
+    assert "maxReplans: unknown field (did you mean max_replans?)" in message

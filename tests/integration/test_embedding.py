@@ -351,6 +351,8 @@ def test_the_tool_outside_a_graph_says_the_approval_needs_one():
     tool = as_tool(subgraph())
     with pytest.raises(ApprovalOutsideGraphError, match="checkpointer"):
         tool.invoke({"task": "Say hello twice"}, config())
+    with pytest.raises(ApprovalOutsideGraphError, match="checkpointer"):  # nor a thread id
+        as_tool(subgraph()).invoke({"task": "Say hello twice"})
 
 
 # -- a parent's context with planexec's settings misspelt (hostile review) -------------------
@@ -414,3 +416,149 @@ def test_planexec_settings_misspelt_in_a_parent_context_are_refused_naming_them(
 def test_a_foreign_parent_context_with_nothing_like_planexecs_settings_runs_on_the_defaults():
     assert context_of(SimpleNamespace(user_id="u-1", model="m")) == Context()
     assert context_of({"user_id": "u-1", "approvals_queue": "q"}) == Context()
+
+
+# -- near-miss keys of a parent's context: case, affixes, slots (hostile review 2) ------------
+
+
+class SlotsParentContext:
+    """A parent's context with ``__slots__`` (no ``__dict__``) and a misspelt setting."""
+
+    __slots__ = ("user_id",)
+
+    def __init__(self) -> None:
+        self.user_id = "u-1"
+
+
+class MisspeltSlotsParentContext(SlotsParentContext):
+    """Its subclass: the misspelt setting is a slot of the subclass only."""
+
+    __slots__ = ("aproval",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.aproval = "never"
+
+
+class CaseParentContext:
+    """A parent's context object giving planexec's settings under ``PlanExec``."""
+
+    def __init__(self) -> None:
+        self.user_id = "u-1"
+        self.PlanExec = {"approval": "never"}
+
+
+class AffixParentModel(BaseModel):
+    """A pydantic parent context with a setting named with a word added to it."""
+
+    user_id: str = "u-1"
+    approval_policy: str = "never"
+
+
+@pytest.mark.parametrize("shape", ["node", "called from a node"])
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"PlanExec": {"max_steps": -5}}, "PlanExec: did you mean planexec?"),
+        ({"PLANEXEC": {"max_steps": -5}, "user_id": "u"}, "PLANEXEC: did you mean planexec?"),
+        ({"planexec_settings": {"max_steps": -5}}, "planexec_settings: did you mean planexec?"),
+        ({"myPlanexec": {"max_steps": -5}}, "myPlanexec: did you mean planexec?"),
+        ({"user_id": "u", "approval_policy": "never"}, "approval_policy: did you mean approval?"),
+        ({"user_id": "u", "my_max_steps": 3}, "my_max_steps: did you mean max_steps?"),
+        ({"user_id": "u", "maxStepsLimit": 3}, "maxStepsLimit: did you mean max_steps?"),
+        ({"user_id": "u", "MAX_STEPS": 3}, "MAX_STEPS: did you mean max_steps?"),
+        ({"user_id": "u", "Approval": "never"}, "Approval: did you mean approval?"),
+        ({"user_id": "u", "maxCost": 1}, "maxCost: did you mean max_cost?"),
+        (MisspeltSlotsParentContext(), "aproval: did you mean approval?"),
+        (CaseParentContext(), "PlanExec: did you mean planexec?"),
+        (AffixParentModel(), "approval_policy: did you mean approval?"),
+    ],
+    ids=[
+        "PlanExec",
+        "PLANEXEC",
+        "planexec_settings",
+        "myPlanexec",
+        "approval_policy",
+        "my_max_steps",
+        "maxStepsLimit",
+        "MAX_STEPS",
+        "Approval",
+        "maxCost",
+        "slots",
+        "object PlanExec",
+        "pydantic approval_policy",
+    ],
+)
+def test_near_miss_keys_of_a_parent_context_are_refused_not_run_on_the_defaults(
+    shape, context, message
+):
+    schema = AppTypedContext if isinstance(context, dict) else type(context)
+    parent = as_node(schema) if shape == "node" else called_from_a_node(schema)
+    with pytest.raises(InvalidContextError) as caught:
+        parent.invoke({"task": "Say hello twice", **PARENT_KEYS}, config(), context=context)
+    assert message in str(caught.value)
+    assert "under a 'planexec' key" in str(caught.value)
+    assert len(str(caught.value)) < 600
+    nested = [
+        c for c in parent.checkpointer.list(None) if c.config["configurable"]["checkpoint_ns"]
+    ]
+    assert nested == []  # refused before planexec's first node ran
+
+
+ORDINARY_PARENT_KEYS = {
+    "user_id": "u-1",
+    "model": "m",
+    "messages": [],
+    "thread": "t",
+    "timeout": 5,
+    "max_retries": 2,
+    "plans": [],
+    "approvals_queue": "q",
+    "model_name": "m",
+    "planner": "p",
+    "steps": 3,
+    "memory": True,
+    "workspace_id": "w",
+    "userId": "u",
+}
+
+
+@pytest.mark.parametrize("shape", ["node", "called from a node"])
+def test_a_parent_context_of_ordinary_keys_runs_planexec_on_its_defaults(shape):
+    parent = as_node(AppTypedContext) if shape == "node" else called_from_a_node(AppTypedContext)
+    out = parent.invoke(
+        {"task": "Say hello twice", **PARENT_KEYS}, config(), context=dict(ORDINARY_PARENT_KEYS)
+    )
+    assert out["__interrupt__"][0].value["type"] == "plan_approval"  # the default policy asks
+    assert context_of(SlotsParentContext()) == Context()
+    assert context_of(SimpleNamespace(**ORDINARY_PARENT_KEYS)) == Context()
+
+
+def test_a_parent_with_a_planexec_key_may_keep_keys_named_like_planexecs_fields():
+    """``planexec: None`` is the defaults, and says the parent's other keys are its own."""
+    assert context_of({"planexec": None, "approval_policy": "x", "my_max_steps": 1}) == Context()
+    with pytest.raises(InvalidContextError, match="PlanExec: did you mean planexec?"):
+        context_of({"planexec": None, "PlanExec": {"max_steps": 3}})
+
+
+@pytest.mark.parametrize("shape", ["node", "called from a node"])
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"planner_timeouts": {"conect": 5}},
+            "planner_timeouts.conect: unknown field (did you mean connect?)",
+        ),
+        (
+            {"model_prices": {"openai:x": {"inptu": 1.0, "output": 2.0}}},
+            "model_prices.openai:x.inptu: unknown field (did you mean input?)",
+        ),
+    ],
+    ids=["timeouts", "prices"],
+)
+def test_a_misspelt_key_inside_a_setting_is_named_by_its_path(shape, settings, message):
+    parent = as_node(AppTypedContext) if shape == "node" else called_from_a_node(AppTypedContext)
+    context = {"user_id": "u-1", "planexec": settings}
+    with pytest.raises(InvalidContextError) as caught:
+        parent.invoke({"task": "Say hello twice", **PARENT_KEYS}, config(), context=context)
+    assert message in str(caught.value)

@@ -60,6 +60,17 @@ SECRET_IN_URL = [
     ("http://127.0.0.1:{port}/sk-proj-abc_def_ghi_jkl/v1", ["abc_def_ghi_jkl"]),
     ("http://127.0.0.1:{port}/v1/key-Ab3dE-fG7hI-jK9lM", ["Ab3dE-fG7hI"]),
     ("http://127.0.0.1:{port}/gw/abcdefghijklmnopqrstuvwxyzabcdef/v1", ["abcdefghijklmnop"]),
+    # a short value right after a part that names a secret, or a part that is no plain word
+    ("http://127.0.0.1:{port}/v1/key/Xk29fj3LmQ", ["Xk29fj3LmQ"]),
+    ("http://127.0.0.1:{port}/v1/pwd=hunter22", ["hunter22"]),
+    ("http://127.0.0.1:{port}/api-key/s3cr3tval/v1", ["s3cr3tval"]),
+    ("http://127.0.0.1:{port}/v1/token/abcdefghijklmnopqrstuvw", ["abcdefghijklmnopq"]),
+    ("http://127.0.0.1:{port}/v1/sig=Zk81mMnq", ["Zk81mMnq"]),
+    ("http://127.0.0.1:{port}/v1/Bearer%20Xk29fj3LmQ", ["Xk29fj3LmQ"]),
+    ("http://127.0.0.1:{port}/v1/Zk81mMnq.Zk81mMnq.Zk81", ["Zk81mMnq"]),
+    ("http://127.0.0.1:{port}/v1/ZK81MMNQ-ZK81MMNQ-ZK81", ["ZK81MMNQ"]),
+    ("http://127.0.0.1:{port}/v1/token%253Dabcdefghij", ["abcdefghij"]),
+    ("http://127.0.0.1:{port}/v1/\uff53\uff4b-proj-ABCDEFGH", ["ABCDEFGH", "\uff53\uff4b"]),
 ]
 MALFORMED_SECRET_URL = [
     ("http://tokenABCDEF123456@host:99999/v1", ["tokenABCDEF123456"]),
@@ -132,10 +143,57 @@ def test_a_url_in_a_providers_words_shows_no_key(monkeypatch, ctx):
     _assert_hidden(["gwtoken", "SEMISECRET1", "QQQ1"], str(raised.value))
 
 
+# A provider's words may quote a URL whose user name and password hold a space (so the URL
+# seems to end inside the password), or a key in its path: neither is shown.
+QUOTED_URL = [
+    ("failed for url 'http://alice:pa ss@127.0.0.1:1/v1'", ["alice", "ss@"], "http://***"),
+    ("failed for http://alice pa ss@gw.example/v1 now", ["alice", "ss@"], "http://***"),
+    ("failed for http://alice:pa/ss@gw.example/v1 now", ["alice", "ss@"], "http://***"),
+    (
+        "no route http://gw.example/v1/key/Xk29fj3LmQ/chat",
+        ["Xk29fj3LmQ"],
+        "http://gw.example/v1/key/***/chat",
+    ),
+    (
+        "no route http://gw.example/v1/pwd=hunter22/chat",
+        ["hunter22"],
+        "http://gw.example/v1/***/chat",
+    ),
+]
+
+
+@pytest.mark.parametrize(("quoted", "secrets", "shown"), QUOTED_URL)
+def test_a_url_a_provider_quotes_shows_no_user_nor_key(monkeypatch, ctx, quoted, secrets, shown):
+    """Through the real client and a gateway quoting the URL: what is unclear about a URL's
+    user and host shows as its scheme only; a path shows its plain words only."""
+    from tests.openai_server import Behaviour, serve
+
+    error = {"message": quoted, "type": "invalid_request_error", "code": "not_found"}
+    with serve(lambda body: {}, behave=lambda body, n: Behaviour(status=404, error=error)) as (
+        url,
+        _,
+    ):
+        monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        graph, config = (
+            build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo])),
+            thread(),
+        )
+        with pytest.raises(ProviderError) as raised:
+            graph.invoke({"task": "t"}, config, context=ctx(planner_model="openai:planner"))
+    said = str(raised.value)
+    assert shown in said
+    _assert_hidden(secrets, said, str(graph.get_state(config).values))
+
+
 @pytest.mark.parametrize(
     "url",
     [
+        "https://api.openai.com/v1/chat/completions",
+        "https://generativelanguage.googleapis.com/v1beta/openai/chat/completions",
+        "http://localhost:1234/api/v1",
         "https://my-res.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18/chat",
+        "https://my-res.openai.azure.com/openai/deployments/gpt-4o-mini-2024-07-18/chat/completions",
         "http://[::1]:8080/v1",
         "https://api-inference.huggingface.co/v1/chat/completions",
         "localhost:8000/v1",

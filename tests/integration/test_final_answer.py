@@ -150,3 +150,66 @@ def test_a_run_that_failed_part_way_still_states_what_it_computed(use_models, ct
     assert out["final"]["status"] == "partial"
     answer = out["final"]["answer"]
     assert "3956.25" in answer and "Not done" in answer
+
+
+@tool
+def supplier_of() -> str:
+    """The supplier of widgets."""
+    return "Acme Corp"
+
+
+def described(sid: int, tool_name: str | None, about: str, **fields: Any) -> dict[str, Any]:
+    return {**step(sid, tool_name, **fields), "description": about}
+
+
+def test_every_output_of_several_results_is_under_its_steps_label(use_models, ctx, workspace):
+    """Issue 33: "Step 1 (…): 42\\nAcme Corp\\nStep 3 …" read as if Acme Corp were step 1's.
+    Each result is its own block under its label, a text of several lines indented beneath it,
+    and the chat (Markdown) shows each block as its own paragraph."""
+    from markdown_it import MarkdownIt
+
+    prose = "Worth 3,956.25 USD.\n\nUp 3% this year."
+    plan = plan_of(
+        described(1, "portfolio_value", "Value the portfolio"),
+        described(2, "supplier_of", "Find the supplier"),
+        described(
+            3, "save_text", "Save the memo", args={"path": "m.txt", "text": "${2}"}, deps=[1, 2]
+        ),
+        described(4, None, "Tell the value", args={"value": "$1"}, deps=[1], expected="prose"),
+    )
+    tools = registry()
+    tools.register(supplier_of, side_effects=False)
+    use_models(planner=scripted(plan_reply(plan)), executor=scripted(text_reply(prose)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
+    config, run_ctx = thread(), ctx()
+    graph.invoke({"task": "Inventory memo"}, config, context=run_ctx)
+    out = graph.invoke(Command(resume="approve"), config, context=run_ctx)
+    assert out["final"]["status"] == "succeeded", out["final"]
+    assert out["final"]["answer"] == (
+        "Step 1 (Value the portfolio): 3956.25\n\n"
+        "Step 2 (Find the supplier): Acme Corp\n\n"
+        "Step 3 (Save the memo) wrote m.txt\n\n"
+        "Step 4 (Tell the value):\n  Worth 3,956.25 USD.\n\n  Up 3% this year."
+    )
+    tokens = MarkdownIt("commonmark").parse(out["messages"][-1].content)
+    paragraphs = [t.content for t in tokens if t.type == "inline"]
+    assert [p.split(" (")[0] for p in paragraphs[:4]] == ["Step 1", "Step 2", "Step 3", "Step 4"]
+    assert not [t for t in tokens if t.type in ("code_block", "fence")]  # prose stays prose
+
+
+def test_a_lone_text_result_with_failures_keeps_the_failures_apart(use_models, ctx, workspace):
+    """The only result's text stays the answer as written; what was not done follows apart."""
+    plan = plan_of(
+        step(1, None, {"about": "prices"}, expected="a sentence"),
+        step(2, "save_text", {"path": "../outside.txt", "text": "${1}"}, [1]),
+    )
+    out = run(
+        use_models,
+        ctx,
+        plan,
+        text_reply("Line one.\nLine two."),
+        max_replans=0,
+        step_max_attempts=1,
+    )
+    assert out["final"]["status"] == "partial"
+    assert out["final"]["answer"].startswith("Line one.\nLine two.\n\nNot done")

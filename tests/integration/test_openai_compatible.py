@@ -4,6 +4,7 @@ OpenAI-compatible server (what Ollama, vLLM or llama.cpp provide), found by OPEN
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -138,3 +139,60 @@ def test_a_server_that_cannot_stream_still_plans(openai_server, monkeypatch, wor
     events = list(graph.stream({"task": "t"}, thread(), context=ctx, stream_mode="custom"))
     assert [bool(r.get("stream")) for r in requests] == [True, False]
     assert [e["index"] for e in events if e.get("event") == "plan_step"] == [1, 2, 3]
+
+
+def pinned_local(url: str, **options: object) -> Any:
+    """The user's own ``init_chat_model`` instance of a local server, as ``models=`` gets it."""
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(
+        "openai:local-planner", base_url=url, api_key="local-key-not-secret", **options
+    )
+
+
+def test_a_pinned_local_openai_model_counts_its_tokens(openai_server, monkeypatch, workspace):
+    """A pinned ChatOpenAI with a custom base_url is asked for its streamed usage, as planexec's
+    own ``openai:`` specs are: the run counts the server's tokens, and budgets hold."""
+    url, requests = openai_server
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    model = pinned_local(url)
+    graph = build_graph(
+        checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), models={"planner": model}
+    )
+    config = thread()
+    graph.invoke({"task": "say where this runs"}, config, context=Context(shared_folder="ws"))
+    assert requests[0]["stream"] is True
+    assert requests[0]["stream_options"] == {"include_usage": True}
+    usage = graph.get_state(config).values["usage"]
+    assert usage["planner"] == {"calls": 1, "input_tokens": 123, "output_tokens": 45}
+    assert model.stream_usage is None  # the user's instance is left as it was
+
+    budgeted = build_graph(
+        checkpointer=InMemorySaver(),
+        tools=ToolRegistry([echo]),
+        models={"planner": model},
+        approval="never",
+    )
+    ctx = Context(shared_folder="ws", approval="never", max_tokens=100)
+    out = budgeted.invoke({"task": "say where this runs"}, thread(), context=ctx)
+    assert out["final"]["budget"] == {"budget": "tokens", "limit": 100, "spent": 168}, out["final"]
+    assert out["final"]["status"] != "succeeded"
+    assert "executor" not in out["usage"]  # no model step was called past the budget
+    assert [r["model"] for r in requests[1:]] == ["local-planner"]
+
+
+def test_a_pinned_model_that_turns_streamed_usage_off_keeps_it_off(
+    openai_server, monkeypatch, workspace
+):
+    """An explicit ``stream_usage=False`` is the user's choice: the run still plans."""
+    url, requests = openai_server
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    graph = build_graph(
+        checkpointer=InMemorySaver(),
+        tools=ToolRegistry([echo]),
+        models={"planner": pinned_local(url, stream_usage=False)},
+    )
+    config = thread()
+    graph.invoke({"task": "say where this runs"}, config, context=Context(shared_folder="ws"))
+    assert "stream_options" not in requests[0]
+    assert graph.get_state(config).interrupts  # the plan came, without token counts

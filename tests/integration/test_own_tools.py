@@ -247,14 +247,24 @@ def test_a_mapping_given_as_tools_is_named_by_type_and_size_never_by_contents(mo
         pytest.param("x" * 300, "a str of 300 characters", id="long text"),
         pytest.param(ReprFails(), "an object of type ReprFails", id="failing repr"),
         pytest.param([shout, ReprFails()], "one item is an object of type ReprFails", id="item"),
-        pytest.param(42, "not 42 (of type int)", id="short scalar"),
+        pytest.param(987654321123, "not a value of type int", id="short scalar"),
+        pytest.param("hunter2-db-pw", "not a str of 13 characters", id="short text"),
+        pytest.param([shout, "hunter2-db-pw"], "one item is a str of 13 characters", id="text"),
+        pytest.param([shout, 987654321123], "one item is a value of type int", id="number"),
+        pytest.param([shout, 3.25], "one item is a value of type float", id="float"),
+        pytest.param([shout, b"hunter2-db-pw"], "one item is 13 bytes (of type bytes)", id="bytes"),
+        pytest.param([shout, None], "one item is None", id="None"),
+        pytest.param([shout, ToolRegistry], "one item is the class planexec.tools.registry.Tool"),
     ],
 )
 def test_what_is_not_tools_is_described_without_its_contents(given, shown):
     with pytest.raises(TypeError) as err:
         ToolRegistry.of(given)
-    assert shown in str(err.value)
-    assert "xxxxxxxxxx" not in str(err.value)
+    said = str(err.value)
+    assert shown in said
+    assert "xxxxxxxxxx" not in said
+    for held in ("hunter2", "987654321123", "3.25"):  # a value is never shown, only its type
+        assert held not in said
 
 
 def test_the_users_own_iteration_error_propagates_unchanged():

@@ -116,3 +116,13 @@ def test_amounts_reach_the_tool_verbatim_and_references_are_filled(use_models, c
     out = run(use_models, ctx, plan)
     assert out["final"]["status"] == "succeeded", out["final"]
     assert SEEN == ["Total: $1,250.00", "price 12.50, $2 off, was $9.99; escaped $2"]
+
+
+@pytest.mark.parametrize("text", ["$1\u0663", "see $1\u0663.path", "${1\u0663}", "$\u0661"])
+def test_digits_of_other_scripts_are_not_step_numbers(text):
+    """Only ASCII digits number a step: "$1٣" is not a reference to step 13."""
+    steps = [step(i, "price") for i in range(1, 14)]
+    plan = validate_plan(
+        plan_of(*steps, step(14, "note", {"text": text})), registry(), max_steps=20
+    )
+    assert plan.steps[13].depends_on == []

@@ -111,6 +111,23 @@ def test_no_text_becomes_an_image_or_math_in_prose(parts):
     assert not any("$" in token.content for token in tokens if token.type == "text"), shown
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<img src='http://attacker.example/h.png'>",
+        "see <svg onload=alert(1)> and </p><!-- hidden --> ok",
+        *(f"{BACKSLASH * n}<img src=http://attacker.example/{n}.png>" for n in range(4)),
+    ],
+)
+def test_prose_renders_no_raw_html_in_a_client_that_renders_html(text):
+    """Agent Chat UI shows raw HTML as text; a client that renders it must get none either."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark", {"html": True}).render(markdown_prose(text))
+    assert "<img" not in html and "<svg" not in html and "<!--" not in html, html
+    assert markdown_prose("a < b and 1 <2") == "a < b and 1 <2"  # comparisons stay as written
+
+
 def test_prose_keeps_its_other_markdown():
     text = "**Done**: see [the report](https://example.com/r) and `a\\b`; 5! [sic]"
     assert markdown_prose(text) == text

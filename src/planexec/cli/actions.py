@@ -10,6 +10,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from planexec.cli.caller import local_user
 from planexec.cli.guard import EXIT_FAILED, UserError
 from planexec.cli.hints import failure_hints
 from planexec.cli.listing import Session, database, existing, show, threads
@@ -87,7 +88,7 @@ async def _start(
     tools: ToolRegistry | None,
     clock: float,
 ) -> int:
-    async with Runs.aopen(db, tools=tools) as runs:
+    async with Runs.aopen(db, tools=tools, caller=local_user()) as runs:
         if await runs.aget(tid) is not None:  # before any file is copied
             raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
         request = new_run(
@@ -128,7 +129,7 @@ async def resume(
 
 async def _resume(thread_id: str, db: str, session: Session, tools: ToolRegistry | None) -> int:
     clock = time.monotonic()
-    async with Runs.aopen(db, tools=tools) as runs:
+    async with Runs.aopen(db, tools=tools, caller=local_user()) as runs:
         thread = existing(await runs.aget(thread_id), thread_id, db)
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")
@@ -193,7 +194,8 @@ def report(
     if session.as_json:
         steps, usage = values.get("steps", {}), values.get("usage", {})
         result = {"thread_id": thread_id, "workspace": workspace, "final": final}
-        print(json.dumps({**result, "steps": steps, "usage": usage}, default=str, indent=1))
+        result |= {"steps": steps, "usage": usage, "decisions": values.get("decisions", [])}
+        print(json.dumps(result, default=str, indent=1))
     else:
         print_outcome(session.out, values, thread_id, workspace, wall, waited)
     for hint in hints or []:

@@ -105,7 +105,7 @@ def show(
     as_json: o.JsonOption = False,
     output: o.OutputOption = None,
 ) -> None:
-    """Show a run: its plan, revisions, step statuses and timings, token use, answer and files."""
+    """Show a run: its plan, revisions, steps and timings, who decided what, answer and files."""
     from planexec.cli import actions
     from planexec.cli.guard import guard
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+from pydantic import BaseModel
 from rich.console import Console
 
 from planexec.cli.guard import Running, UserError
@@ -36,6 +38,17 @@ def existing(thread: ThreadState | None, thread_id: str, db: str) -> ThreadState
     return thread
 
 
+def plain_json(value: Any) -> Any:
+    """Return a JSON value for what a run's state holds beyond JSON (``json.dumps``' default).
+
+    A chat message (any pydantic model) is its fields as a JSON object (``type``, ``content``,
+    …, as ``model_dump(mode="json")`` gives them), anything else its text.
+    """
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return str(value)
+
+
 async def show(thread_id: str, db: str, session: Session, step: int | None = None) -> int:
     """Print a run (or one step's whole output as JSON); return the exit code."""
     async with Runs.aopen(db) as runs:
@@ -48,7 +61,8 @@ async def show(thread_id: str, db: str, session: Session, step: int | None = Non
         print(json.dumps(output, ensure_ascii=False, indent=1))  # noqa: T201 (the result)
     elif session.as_json:
         listing = {"thread_id": thread_id, "next": list(thread.next), **thread.values}
-        print(json.dumps(listing, default=str, indent=1))  # noqa: T201 (the result)
+        listing.setdefault("decisions", [])  # who decided what: a list, empty before any answer
+        print(json.dumps(listing, default=plain_json, indent=1))  # noqa: T201 (the result)
     else:
         print_thread(session.out, thread)
     return 0

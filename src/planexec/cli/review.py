@@ -10,6 +10,7 @@ from rich.console import Console
 
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
+from planexec.cli.caller import who
 from planexec.cli.changes import same_plan
 from planexec.cli.editor import edit_plan, plan_text
 from planexec.cli.failure import answer_failure
@@ -18,7 +19,7 @@ from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.review.estimate import estimate_lines
 from planexec.review.request import memory_lines, ran_lines
-from planexec.runs import ApprovalRequest
+from planexec.runs import ApprovalRequest, Caller
 
 ANSWERS = {
     "approve": {"", "y", "yes", "a", "approve", "ok"},
@@ -130,11 +131,16 @@ class Reviewer:
                 f"Continue with: planexec resume {self.thread_id}"
             ) from None
 
-    def accepted(self) -> None:
-        """Say that ``--yes`` approved the plan, once the approval accepted it (and only then)."""
-        if self.approving:
-            self.approving = False
-            self.out.print(styled(("approved", "green"), " (--yes)"))
+    def accepted(self, approver: Caller | None = None) -> None:
+        """Say who approved the plan, once the approval accepted it (and only then).
+
+        ``approver``: who the approval recorded (``approved by alice (cli)``); ``--yes`` says
+        so too (``approved (--yes) by alice (cli)``).
+        """
+        yes, self.approving = self.approving, False
+        if yes or approver is not None:
+            by = f" by {who(approver)}" if approver is not None else ""
+            self.out.print(styled(("approved", "green"), f"{' (--yes)' if yes else ''}{by}"))
 
     def show(self, request: ApprovalRequest) -> None:
         """Print the plan (unless shown just before), its problems and side-effecting tools."""

@@ -4,8 +4,10 @@
 error, never a silent replacement): ``ATTR`` of ``MODULE`` is a
 :class:`~planexec.tools.ToolRegistry`, a list (any iterable) of LangChain tools and plain
 functions, or a function of no arguments whose return annotation says it returns one of those
-(``-> list[BaseTool]``, ``-> ToolRegistry``). No other function is ever called while loading:
-a plain function named alone is refused (it is most likely a tool, and calling it would run it).
+(``-> list[BaseTool]``, ``-> ToolRegistry``; a container's item type written: _returns_tools).
+No other function is ever called while loading, nor an annotation's text evaluated that could run
+code: a plain function named alone is refused (it is most likely a tool, and calling it would run
+it), and so is one annotated ``-> list`` or ``-> Iterator``.
 ``MODULE`` is a dotted module importable from the current folder (as ``python -m`` finds it) or
 the path of a ``.py`` file. Whatever the user's code raises while it is imported, read or
 called is one scrubbed line naming the source; an error message never shows what a value holds.
@@ -13,6 +15,7 @@ called is one scrubbed line naming the source; an error message never shows what
 
 from __future__ import annotations
 
+import ast
 import collections.abc as abc
 import contextlib
 import importlib
@@ -65,7 +68,8 @@ TOOL_CONTAINERS: frozenset[object] = frozenset(
         abc.Set,
     }
 )
-"""The return annotations of a tools factory that hold tools: ``list[BaseTool]`` and the like."""
+"""The containers a tools factory may say it returns, their item type written and naming tools:
+``list[BaseTool]``, ``Iterator[Callable[..., str]]`` (a bare ``list`` says nothing of its items)."""
 TYPING_NAMES: dict[str, object] = {
     "BaseTool": BaseTool,
     "ToolRegistry": ToolRegistry,
@@ -74,6 +78,17 @@ TYPING_NAMES: dict[str, object] = {
 }
 """Names a tools factory's string annotation may use without defining them (imported only
 ``if TYPE_CHECKING``): tried when the module's own names do not resolve it."""
+NAME_NODES = (
+    ast.Expression,
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Tuple,
+    ast.List,
+    ast.Load,
+    ast.BitOr,
+)
+"""The nodes of an annotation's text that run no code (with ``|``, ``None`` and ``...``)."""
 _MISSING = object()
 
 
@@ -238,40 +253,83 @@ def _called_factory(source: str, attr: str, function: Callable[..., Any]) -> obj
 def _return_hint(function: Callable[..., Any]) -> object:
     """Return a function's resolved return annotation (``_MISSING`` when it has none).
 
-    A string annotation is resolved in the function's module; failing that (a name imported
-    only ``if TYPE_CHECKING``), with the names of :data:`TYPING_NAMES` as well.
+    Only the return annotation is resolved, and only when every text in it is a type's name
+    (:func:`_names_only`): resolving a text evaluates it, and an annotation such as
+    ``-> "wipe() or list"`` would run code (it is ``_MISSING`` then, refused uncalled). It is
+    resolved in the function's module; failing that (a name imported only
+    ``if TYPE_CHECKING``), with the names of :data:`TYPING_NAMES` as well.
     """
-    if "return" not in getattr(function, "__annotations__", {}):
+    annotations = getattr(function, "__annotations__", {})
+    if "return" not in annotations or not _names_only(annotations["return"]):
         return _MISSING
+    returned = types.SimpleNamespace(__annotations__={"return": annotations["return"]})
+    module_names = getattr(inspect.unwrap(function), "__globals__", {})
     try:
-        return typing.get_type_hints(function)["return"]
+        return typing.get_type_hints(returned, globalns=module_names)["return"]
     except NameError:
-        return typing.get_type_hints(function, localns=TYPING_NAMES)["return"]
+        return typing.get_type_hints(returned, module_names, TYPING_NAMES)["return"]
+
+
+def _names_only(annotation: object) -> bool:
+    """Say whether every text in an annotation is a type expression that runs no code.
+
+    Names, dotted names, subscripts (``list[BaseTool]``), ``|``, ``None`` and ``...`` only:
+    no call, operator or comprehension, in the annotation's text or a text nested in it.
+    """
+    if isinstance(annotation, typing.ForwardRef):
+        annotation = annotation.__forward_arg__
+    if isinstance(annotation, str):
+        try:
+            tree = ast.parse(annotation, mode="eval")
+        except SyntaxError:
+            return False
+        return all(_is_name_node(node) for node in ast.walk(tree))
+    if isinstance(annotation, list | tuple):  # Callable[[int], str]'s argument list
+        return all(_names_only(item) for item in annotation)
+    return all(_names_only(arg) for arg in typing.get_args(annotation))
+
+
+def _is_name_node(node: ast.AST) -> bool:
+    """Say whether a node of an annotation's text is one a type expression is made of."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return value is None or value is Ellipsis or (isinstance(value, str) and _names_only(value))
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.BitOr)
+    return isinstance(node, NAME_NODES)
 
 
 def _returns_tools(hint: object) -> bool:
-    """Say whether a return annotation is a registry or a container of tools."""
-    if isinstance(hint, type) and issubclass(hint, ToolRegistry):
+    """Say whether a return annotation says it returns tools.
+
+    That is a :class:`ToolRegistry` (or a subclass), or a container whose item type is written
+    and names tools (:func:`_is_tool_type`); ``Optional`` of one of those as well. A bare
+    container (``-> list``, ``-> Iterator``) says nothing of its items: not a factory.
+    """
+    if inspect.isclass(hint) and issubclass(hint, ToolRegistry):
         return True
-    origin_ = typing.get_origin(hint) or hint
-    args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+    origin_ = typing.get_origin(hint)
+    args = typing.get_args(hint)
     if origin_ in (typing.Union, types.UnionType):
         members = [a for a in args if a is not type(None)]
         return bool(members) and all(_returns_tools(a) for a in members)
     if origin_ not in TOOL_CONTAINERS:
         return False
-    if origin_ is abc.Generator:
-        args = args[:1]  # Generator[yielded, sent, returned]
-    return all(_is_tool_type(a) for a in args)
+    items = [a for a in (args[:1] if origin_ is abc.Generator else args) if a is not Ellipsis]
+    return bool(items) and all(_is_tool_type(a) for a in items)
 
 
 def _is_tool_type(hint: object) -> bool:
-    """Say whether an annotation of a factory's items names tools (or says nothing)."""
-    if hint is Any or (isinstance(hint, type) and issubclass(hint, BaseTool)):
+    """Say whether the item type of a factory's container names tools.
+
+    ``BaseTool`` (or a subclass), ``Callable[..., X]`` with its argument list written, or a
+    union of those; ``Any``, ``object``, a bare ``Callable`` and anything else do not.
+    """
+    if inspect.isclass(hint) and issubclass(hint, BaseTool):
         return True
-    origin_ = typing.get_origin(hint) or hint
+    origin_ = typing.get_origin(hint)
     if origin_ is abc.Callable:
-        return True
+        return len(typing.get_args(hint)) == 2  # Callable[..., str]: arguments and result
     if origin_ in (typing.Union, types.UnionType):
         return all(_is_tool_type(a) for a in typing.get_args(hint))
     return False

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from planexec.cli.caller import who
 from planexec.cli.outcome import print_answer, usage_line
 from planexec.cli.render import print_plan
 from planexec.cli.ui import one_line, styled, visible
@@ -41,6 +42,42 @@ def step_table(records: Mapping[str, StepRecord]) -> Table:
     return timings
 
 
+def decision_table(decisions: list[Mapping[str, Any]]) -> Table:
+    """Return a thread's decision records: when, who, what, on which plan, and why.
+
+    The plan is its version and the start of its digest (``v1 · 3f2a9c1b``); an edit shows
+    the revision it made (``v1 → v2 · …``), an answer to a failed step the step.
+    """
+    table = Table(title="decisions", title_justify="left")
+    for column in ("when (UTC)", "who", "action", "plan"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("feedback / reason")
+    for record in decisions:
+        at = str(record.get("at") or "")[:19].replace("T", " ")
+        action = str(record.get("action", ""))
+        if record.get("kind") == "step_failure" and record.get("step") is not None:
+            action += f" (step {record['step']})"
+        table.add_row(
+            at or "-",
+            who(record.get("by")),
+            action,
+            plan_cell(record),
+            cut(one_line(record.get("feedback") or "")),
+        )
+    return table
+
+
+def plan_cell(record: Mapping[str, Any]) -> str:
+    """Return the plan a decision applied to: ``v1 · 3f2a9c1b`` (``v1 → v2 · …`` for an edit)."""
+    version, digest = record.get("version"), str(record.get("digest") or "")[:8]
+    edited = record.get("edited")
+    if isinstance(edited, Mapping):
+        version = f"{version} → v{edited.get('version')}"
+        digest = str(edited.get("digest") or "")[:8]
+    shown = f"v{version}" if version is not None else "-"
+    return f"{shown} · {digest}" if digest else shown
+
+
 def print_thread(out: Console, thread: ThreadState) -> None:
     """Print a run: plan, steps, revisions, model use, and its end (status, answer, files)."""
     values: dict[str, Any] = thread.values
@@ -53,6 +90,8 @@ def print_thread(out: Console, thread: ThreadState) -> None:
         out.print(step_table(values.get("steps", {})))
     for rev in values.get("revisions", []):
         out.print(f"revision v{rev.get('version')}: {rev.get('reason')}")
+    if values.get("decisions"):
+        out.print(decision_table(values["decisions"]))
     out.print(f"model use: {usage_line(values.get('usage') or {})}")
     final = values.get("final")
     if final:

@@ -58,7 +58,7 @@ class Watch:
     def progress(self, event: StepEvent) -> None:
         """Show one event of the run; an accepted approval confirms the reviewer's answer."""
         if event.get("event") == "plan_approved":
-            self.reviewer.accepted()
+            self.reviewer.accepted(event.get("approver"))
         self.shown(event)
 
     async def run(self, started: Awaitable[RunResult]) -> RunResult:

@@ -12,14 +12,16 @@ As a tool of ``langchain.agents.create_agent`` (or any tool-calling graph): :fun
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import ensure_config, merge_configs
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from planexec.admission import PlanexecGraph
+from planexec.admission import PlanexecGraph, is_nested
 from planexec.errors import PlanexecError
 from planexec.graph import build_graph
 from planexec.nodes.summary import summarize
@@ -64,10 +66,10 @@ def as_tool(
     runner = graph if graph is not None else build_graph(output="embedded")
 
     def run(task: str, config: RunnableConfig) -> tuple[str, PlanexecSummary]:
-        return tool_result(runner.invoke({"task": task}, config))
+        return tool_result(runner.invoke({"task": task}, _with_thread(config)))
 
     async def arun(task: str, config: RunnableConfig) -> tuple[str, PlanexecSummary]:
-        return tool_result(await runner.ainvoke({"task": task}, config))
+        return tool_result(await runner.ainvoke({"task": task}, _with_thread(config)))
 
     return StructuredTool.from_function(
         func=run,
@@ -77,6 +79,20 @@ def as_tool(
         args_schema=TaskInput,
         response_format="content_and_artifact",
     )
+
+
+def _with_thread(config: RunnableConfig) -> RunnableConfig:
+    """Return the tool's config, with a thread of its own when it was called outside a graph.
+
+    Inside an agent the run is the agent's subgraph and uses its thread; called on its own
+    (``tool.invoke(...)``), a run that needs no approval still gets a workspace of its own,
+    and one that waits for approval says so (:class:`ApprovalOutsideGraphError`).
+    """
+    merged = merge_configs(ensure_config(), config)
+    if is_nested(merged) or (merged.get("configurable") or {}).get("thread_id") is not None:
+        return config
+    configurable = {**(config.get("configurable") or {}), "thread_id": str(uuid.uuid4())}
+    return {**config, "configurable": configurable}
 
 
 def tool_result(output: Mapping[str, Any]) -> tuple[str, PlanexecSummary]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -74,7 +75,9 @@ class ChatModels:
                     f"the {role} model must be a LangChain chat model, not a "
                     f"{type(model).__name__} (or give its name in the context)"
                 )
-        self._pinned = {role: ScrubbedChatModel.around(m) for role, m in given.items()}
+        self._pinned = {
+            role: ScrubbedChatModel.around(with_streamed_usage(m)) for role, m in given.items()
+        }
 
     def for_role(self, role: Role, context: Context) -> BaseChatModel:
         """Return the role's model for a run: the pinned instance, else the one it names.
@@ -87,6 +90,27 @@ class ChatModels:
         if pinned is not None:
             return ScrubbedChatModel.around(pinned, limits, role)
         return load_chat_model(getattr(context, f"{role}_model"), limits, role)
+
+
+def with_streamed_usage(model: BaseChatModel) -> BaseChatModel:
+    """Return ``model``, or a copy that asks for the token counts of its streamed replies.
+
+    langchain-openai asks an OpenAI-compatible server for streamed usage
+    (``stream_options: {"include_usage": true}``) only at OpenAI's own URL: a ``ChatOpenAI``
+    (or any of its family, e.g. ``AzureChatOpenAI``) given another ``base_url`` would stream
+    its replies (plans stream as written) uncounted, and a run's ``max_tokens`` and
+    ``max_cost`` would never be reached. Like planexec's own ``openai:`` specs, a pinned one
+    whose ``stream_usage`` is not set gets a copy with it on; the user's instance is never
+    changed, and an explicit ``stream_usage=False`` is kept. A server that sends no counts
+    still answers (its calls count zero tokens).
+    """
+    if "langchain_openai" not in sys.modules:  # then no model here is one of its family
+        return model
+    from langchain_openai.chat_models.base import BaseChatOpenAI
+
+    if isinstance(model, BaseChatOpenAI) and model.stream_usage is None:
+        return model.model_copy(update={"stream_usage": True})
+    return model
 
 
 def limits_of(context: Context, role: Role) -> Limits:

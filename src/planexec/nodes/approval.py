@@ -16,34 +16,51 @@ again to ask (chat UIs draw an interrupt's controls under the last message if it
 Every plan is validated here, whichever way it reached state (planner, replanner, a state edit
 or a fork), and only this node writes ``approved``: the executor runs a plan only if its digest
 is the approved one.
+
+Every decision (a reviewer's, the policy's, a refusal, an answer after the request expired) is
+appended to ``decisions`` with who gave it (:mod:`planexec.review.identity`) and when, in the
+update the deciding run returns: a replay never re-judges nor duplicates it. Who may answer is
+decided by :func:`planexec.review.authority.refusal`; the request's ``asked_at`` is a task's
+result, so the same on every replay of the node run that asks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.nodes.conversation import approval_message
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plan.doc import plan_digest, plan_of
+from planexec.plan.doc import plan_digest, plan_of, plan_tools
 from planexec.plan.records import records_after_edit
+from planexec.review import authority
+from planexec.review.authority import ApprovalRules
 from planexec.review.checks import check_names, plan_problems, step_limit
 from planexec.review.decisions import (
     AnswerRefused,
     Approve,
     Cancel,
+    Edit,
     Reject,
+    ReviewDecision,
     read_decision,
     response_schema,
 )
+from planexec.review.identity import permissions_of, policy_identity, who_answers, without_by
+from planexec.review.notify import HookEvent, Notifier
 from planexec.review.policy import effective_policy, needs_approval
-from planexec.review.request import approval_request, invalid_plan
+from planexec.review.request import ApprovalRequest, approval_request, invalid_plan
 from planexec.state import (
     ApprovalRecord,
     ApprovedPlan,
+    Decision,
+    EditedRevision,
+    Identity,
     PlanDoc,
     ProposedPlan,
     Revision,
@@ -66,15 +83,19 @@ def _approved(
 def review(
     state: State,
     runtime: Runtime[Context],
+    config: RunnableConfig,
     *,
     tools: ToolRegistry,
     operator_policy: ApprovalPolicy = "first",
+    rules: ApprovalRules | None = None,
+    notifier: Notifier | None = None,
 ) -> dict[str, Any]:
     """Ask the reviewer once about the current plan (unless the policy needs no one).
 
     The policy is the stricter of the operator's (``build_graph(approval=...)``) and the
     run's context: a client can ask for more approvals, never for fewer.
     """
+    rules = rules or ApprovalRules()
     ctx = context_of(runtime.context)
     policy = effective_policy(operator_policy, ctx.approval)
     plan = plan_of(state)
@@ -82,9 +103,17 @@ def review(
     limit = step_limit(state, ctx)
     problems = plan_problems(plan, tools, limit)
     if not problems and not needs_approval(state, policy, tools, digest):
-        return _approved(plan, digest, "auto")
-    request = approval_request(state, plan, digest, problems, tools, ctx)
+        by_policy = Decision(
+            action="approve",
+            kind="plan",
+            by=policy_identity(policy),
+            at=authority.utc_now(),
+            version=plan["version"],
+            digest=digest,
+        )
+        return {**_approved(plan, digest, "auto"), "decisions": [by_policy]}
     if (state.get("approval") or {}).get("action") != "presented":
+        request = approval_request(state, plan, digest, problems, tools, ctx)
         # a plan changed by a state edit while asked is asked at once (not shown first): the
         # answer pending for the old plan must reach this interrupt, to be refused with why
         record = ApprovalRecord(action="presented", version=plan["version"], digest=digest)
@@ -92,15 +121,87 @@ def review(
             record["error"] = request["error"]  # still shown when the question is asked
         message = approval_message(request, len(state.get("messages") or []))
         return {"messages": [message], "approval": record}
+    asked = authority.asked_at()
+    expires = rules.expires_at(asked)
+    request = approval_request(
+        state, plan, digest, problems, tools, ctx, asked_at=asked, expires_at=expires
+    )
+    _notify(notifier, "waiting", config, request)
     answer = interrupt(request, response_schema=response_schema())
-    try:
-        return _decide(state, plan, digest, problems, limit, answer, tools)
-    except AnswerRefused as exc:
+    at = authority.utc_now()
+    who = who_answers(config, answer)
+    said = Decision(kind="plan", by=who, at=at, version=plan["version"], digest=digest)
+    if authority.expired(expires, at):
+        _notify(notifier, "expired", config, request)
+        why = f"the approval request expired at {expires}: answered at {at}, asked again"
         return {
+            "approval": ApprovalRecord(
+                action="refused", version=plan["version"], digest=digest, error=why
+            ),
+            "decisions": [Decision(**said, action="expired", feedback=why)],
+        }
+
+    def allowed(action: str, approving: PlanDoc) -> None:
+        side_effects = any(tools.has_side_effects(t) for t in plan_tools(approving))
+        reason = authority.refusal(
+            rules,
+            action=action,
+            who=who,
+            permissions=permissions_of(config),
+            started_by=state.get("started_by"),
+            side_effects=side_effects,
+        )
+        if reason is not None:
+            raise AnswerRefused(reason)
+
+    try:
+        update, decision = _decide(
+            state, plan, digest, problems, limit, without_by(answer), tools, allowed
+        )
+    except AnswerRefused as exc:
+        update = {
             "approval": ApprovalRecord(
                 action="refused", version=plan["version"], digest=digest, error=str(exc)
             )
         }
+        decision = Decision(action="refused", feedback=str(exc))
+    made = Decision(**said, **decision)
+    _notify(notifier, "answered", config, request, made)
+    return {**update, "decisions": [made]}
+
+
+def _notify(
+    notifier: Notifier | None,
+    event: Literal["waiting", "expired", "answered"],
+    config: RunnableConfig,
+    request: ApprovalRequest,
+    decision: Decision | None = None,
+) -> None:
+    """Tell the approval hook, if there is one, what happened to this request."""
+    if notifier is None:
+        return
+    sent = HookEvent(
+        event=event,
+        thread_id=_thread_id(config),
+        kind="plan",
+        version=request["version"],
+        digest=request["digest"],
+        asked_at=request["asked_at"],
+        expires_at=request["expires_at"],
+    )
+    if decision is not None:
+        sent["action"] = decision.get("action", "")
+        sent["by"] = decision.get("by") or Identity(id=None, source="unknown")
+    notifier.send(sent)
+
+
+def _thread_id(config: RunnableConfig) -> str | None:
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return str(thread) if thread is not None else None
+
+
+Allowed = Callable[[str, PlanDoc], None]
+"""Raises AnswerRefused if who answers may not give this answer for this plan."""
 
 
 def _decide(
@@ -111,30 +212,42 @@ def _decide(
     limit: int,
     answer: Any,
     tools: ToolRegistry,
-) -> dict[str, Any]:
-    """Apply one answer to the plan awaiting approval, or raise AnswerRefused saying why."""
-    decision = read_decision(answer)
+    allowed: Allowed,
+) -> tuple[dict[str, Any], Decision]:
+    """Apply one answer to the plan awaiting approval, or raise AnswerRefused saying why.
+
+    Return the state update and what the decision record says of it (its action, feedback and
+    edit).
+    """
+    decision: ReviewDecision = read_decision(answer)
     check_names(decision.version, decision.digest, plan, digest, state)
     record = ApprovalRecord(version=plan["version"], digest=digest)
+    if not isinstance(decision, Edit):
+        allowed(decision.action, plan)
     if isinstance(decision, Approve):
         if problems:
             raise AnswerRefused(invalid_plan(problems))
-        return _approved(plan, digest, "approve")
+        return _approved(plan, digest, "approve"), Decision(action="approve")
     if isinstance(decision, Reject):
         return {
             "approval": ApprovalRecord(**record, action="reject"),
             "approved": None,
             "feedback": decision.feedback,
-        }
+        }, Decision(action="reject", feedback=decision.feedback)
     if isinstance(decision, Cancel):
-        return {"approval": ApprovalRecord(**record, action="cancel", reason=decision.reason)}
+        cancelled = {"approval": ApprovalRecord(**record, action="cancel", reason=decision.reason)}
+        return cancelled, Decision(action="cancel", feedback=decision.reason)
     edited = dict(decision.plan)
     check_names(edited.pop("version", None), edited.pop("digest", None), plan, digest, state)
     try:
         new = validate_plan(edited, tools, max_steps=limit, goal=plan["goal"])
     except PlanValidationError as exc:
         raise AnswerRefused("the edited plan is invalid: " + "; ".join(exc.errors)) from None
-    return _apply_edit(state, plan, to_doc(new, version=plan["version"] + 1))
+    new_plan = to_doc(new, version=plan["version"] + 1)
+    allowed("edit", new_plan)
+    made = _apply_edit(state, plan, new_plan)
+    revision = EditedRevision(version=new_plan["version"], digest=made["approved"]["digest"])
+    return made, Decision(action="edit", edited=revision)
 
 
 def _apply_edit(state: State, plan: PlanDoc, new_plan: PlanDoc) -> dict[str, Any]:

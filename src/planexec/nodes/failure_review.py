@@ -16,12 +16,19 @@ everything a run shows. Answers name the step and say one of:
 An answer that is malformed, names another step, or edits the arguments into an invalid plan
 is refused and asked again; each step is asked about at most
 :data:`planexec.nodes.evaluator.MAX_ASKS_PER_STEP` times.
+
+Like the approval's, every answer is a decision record (``decisions``, ``kind:
+"step_failure"``) naming who gave it and when; who may give it, and until when, is decided by
+:mod:`planexec.review.authority` (an answer after the request expired is not taken: the
+question is asked again).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -31,9 +38,10 @@ from planexec.guarantees.storable import storable_text
 from planexec.nodes.evaluator import downstream
 from planexec.nodes.executor import approval_problem
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plan.doc import plan_digest, plan_of
+from planexec.plan.doc import plan_digest, plan_of, plan_tools
 from planexec.plan.records import current_records, pending_record, record_key, records_after_edit
-from planexec.review import hitl
+from planexec.review import authority, hitl
+from planexec.review.authority import ApprovalRules
 from planexec.review.checks import step_limit
 from planexec.review.failure import (
     ACTION,
@@ -44,7 +52,10 @@ from planexec.review.failure import (
     describe_failure,
     from_hitl,
 )
+from planexec.review.identity import permissions_of, who_answers, without_by
+from planexec.review.notify import HookEvent, Notifier
 from planexec.state import (
+    Decision,
     FailureAnswer,
     PlanDoc,
     ProposedPlan,
@@ -57,9 +68,16 @@ from planexec.tools.registry import ToolRegistry
 
 
 def review_failure(
-    state: State, runtime: Runtime[Context], *, tools: ToolRegistry
+    state: State,
+    runtime: Runtime[Context],
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    rules: ApprovalRules | None = None,
+    notifier: Notifier | None = None,
 ) -> dict[str, Any]:
     """Ask the reviewer once what follows the failed step; apply the answer."""
+    rules = rules or ApprovalRules()
     ctx = context_of(runtime.context)
     plan = plan_of(state)
     evaluation = state.get("evaluation")
@@ -72,6 +90,21 @@ def review_failure(
     asked = asks.get(record_key(sid), 0) + 1
     previous = state.get("failure_answer") or {}
     error = str(records.get(record_key(sid), {}).get("error") or "")
+    asked_at = authority.asked_at()
+    expires_at = rules.expires_at(asked_at)
+    digest = plan_digest(plan)
+    event = HookEvent(
+        event="waiting",
+        thread_id=_thread_id(config),
+        kind="step_failure",
+        version=plan["version"],
+        digest=digest,
+        asked_at=asked_at,
+        expires_at=expires_at,
+        step=sid,
+    )
+    if notifier is not None:
+        notifier.send(event)
     answer = interrupt(
         redact(
             FailureRequest(
@@ -90,19 +123,66 @@ def review_failure(
                     for d in step["depends_on"]
                 },
                 version=plan["version"],
-                digest=plan_digest(plan),
+                digest=digest,
                 asked=asked,
                 refused=previous.get("error") if previous.get("action") == "refused" else None,
                 answers=ANSWERS,
+                asked_at=asked_at,
+                expires_at=expires_at,
             )
         )
     )
+    at = authority.utc_now()
+    who = who_answers(config, answer)
+    said = Decision(
+        kind="step_failure", by=who, at=at, version=plan["version"], digest=digest, step=sid
+    )
+    if authority.expired(expires_at, at):
+        why = f"the question expired at {expires_at}: answered at {at}, asked again"
+        if notifier is not None:
+            notifier.send(HookEvent(**{**event, "event": "expired"}))
+        return {
+            "failure_answer": FailureAnswer(action="refused", step=sid, error=why),
+            "decisions": [Decision(**said, action="expired", feedback=why)],
+        }
+
+    def allowed(action: str) -> None:
+        reason = authority.refusal(
+            rules,
+            action=action,
+            who=who,
+            permissions=permissions_of(config),
+            started_by=state.get("started_by"),
+            side_effects=any(tools.has_side_effects(t) for t in plan_tools(plan)),
+        )
+        if reason is not None:
+            raise Refused(reason)
+
     try:
-        update = _apply(state, ctx, tools, plan, step, records, answer)
+        update = _apply(state, ctx, tools, plan, step, records, without_by(answer), allowed)
     except Refused as exc:
-        return {"failure_answer": FailureAnswer(action="refused", step=sid, error=str(exc))}
-    asks[record_key(sid)] = asked
-    return {**update, "failure_asks": asks}
+        update = {"failure_answer": FailureAnswer(action="refused", step=sid, error=str(exc))}
+    else:
+        asks[record_key(sid)] = asked
+        update["failure_asks"] = asks
+    taken: FailureAnswer = update["failure_answer"]
+    made = Decision(**said, action=taken.get("action", "refused"))
+    feedback = taken.get("error") or taken.get("hint") or taken.get("reason")
+    if feedback:
+        made["feedback"] = feedback
+    if taken.get("action") == "edit":
+        made["edited"] = {
+            "version": update["plan"]["version"],
+            "digest": update["proposed"]["digest"],
+        }
+    if notifier is not None:
+        notifier.send(HookEvent(**{**event, "event": "answered"}, action=made["action"], by=who))
+    return {**update, "decisions": [made]}
+
+
+def _thread_id(config: RunnableConfig) -> str | None:
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return str(thread) if thread is not None else None
 
 
 def _apply(
@@ -113,6 +193,7 @@ def _apply(
     step: StepDoc,
     records: dict[str, StepRecord],
     answer: Any,
+    allowed: Callable[[str], None],
 ) -> dict[str, Any]:
     sid = step["id"]
     answer = from_hitl(answer, sid)
@@ -124,6 +205,8 @@ def _apply(
     unknown = set(answer) - {"action", "step", "args", "hint", "reason"}
     if unknown:
         raise Refused(f"unknown field(s) {sorted(map(str, unknown))}. {ANSWERS}")
+    if action in ("retry", "skip", "replan", "cancel"):
+        allowed(action)
     if action == "retry" and "args" in answer:
         return _edited(state, ctx, tools, plan, step, answer["args"])
     if action == "retry":

@@ -4,16 +4,19 @@ The answer says what came out, never the plan's goal or a step's title alone
 (:func:`result_steps`): the output of every succeeded step that no succeeded step depends on
 (the plan's last steps; in a run that failed part way, the last results it reached), and for
 such a step that acts (a tool with side effects: it writes, sends, deletes) also the outputs
-it acted on, those of the steps it depends on directly. Each is shown as
-:func:`shown_result` says: a text output as written (an executor model's answer, a tool's
-text), a short value inline, a long or spilled one by its preview and where to read it whole;
-the files a step wrote are named.
+it acted on, those of the steps it depends on directly. Each is shown under its step's label
+as :func:`shown_result` says: a text output as written (a text of several lines indented
+beneath the label), a short value inline, a long or spilled one by its preview and where to
+read it whole; the files a step wrote are named. Results are set apart by a blank line (a chat
+shows each as its own paragraph). The only result's text is the whole answer, as written: an
+executor model's reply, a tool's text.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import textwrap
 from collections.abc import Mapping
 from typing import Any
 
@@ -106,13 +109,25 @@ def _acts(step: StepDoc, tools: ToolRegistry) -> bool:
     return tool is not None and (tool not in tools or tools.has_side_effects(tool))
 
 
-def shown_result(
-    step: StepDoc, record: Mapping[str, Any], made: list[str], thread: str | None
-) -> str:
-    """Return how the answer shows one result step.
+TEXT_INDENT = "  "
+"""How a text of several lines is set beneath its step's label (fewer than four spaces: Markdown
+would show four as code)."""
 
-    A text output as written; the files it wrote, named; a short value inline (compact JSON);
-    a longer one, or one spilled to a file, by its preview and where to read it whole.
+
+def shown_result(
+    step: StepDoc,
+    record: Mapping[str, Any],
+    made: list[str],
+    thread: str | None,
+    *,
+    alone: bool = False,
+) -> str:
+    """Return how the answer shows one result step, under its label.
+
+    The files it wrote, named; a text output as written (after the label if one line, indented
+    beneath it if several; with no label when it is the ``alone`` result: then it is the
+    answer); a short value inline (compact JSON); a longer one, or one spilled to a file, by
+    its preview and where to read it whole.
     """
     about = " ".join(step["description"].split())
     label = f"Step {step['id']} ({about if len(about) <= 80 else about[:79] + '…'})"
@@ -120,7 +135,12 @@ def shown_result(
     if made:
         return f"{label} wrote {', '.join(made)}"
     if isinstance(output, str) and output.strip():
-        return output
+        if alone:
+            return output
+        text = output.strip("\n")
+        if "\n" not in text:
+            return f"{label}: {text}"
+        return f"{label}:\n{textwrap.indent(text, TEXT_INDENT)}"
     if spilled is not None or output is not None:
         text = json.dumps(output, ensure_ascii=False, default=str) if spilled is None else ""
         if spilled is None and len(text) <= INLINE_VALUE_CHARS:
@@ -192,11 +212,12 @@ def final_result(
         for a in _artifacts(s, records[record_key(s["id"])], outputs, tools)
     ]
     succeeded = {sid for sid, status in status_of.items() if status == "succeeded"}
-    lines = []
-    for result in result_steps(steps, succeeded, tools):
+    results = result_steps(steps, succeeded, tools)
+    blocks = []
+    for result in results:
         record = records[record_key(result["id"])]
         made = _artifacts(result, record, outputs, tools)
-        lines.append(shown_result(result, record, made, thread))
+        blocks.append(shown_result(result, record, made, thread, alone=len(results) == 1))
     status: FinalStatus
     if not failed:
         status = "succeeded"
@@ -204,12 +225,13 @@ def final_result(
         status = "partial" if any(v == "succeeded" for v in status_of.values()) else "failed"
         evaluation = state.get("evaluation")
         why = state.get("error") or (evaluation["reason"] if evaluation else "")
-        lines.append(f"Not done ({why}):" if why else "Not done:")
+        lines = [f"Not done ({why}):" if why else "Not done:"]
         lines.extend(
             f"- step {f['step']} [{f['tool']}] {f['status']}: {f['error'] or ''}" for f in failed
         )
+        blocks.append("\n".join(lines))
     return FinalResult(
-        status=status, answer="\n".join(lines), artifacts=artifacts, failed_steps=failed
+        status=status, answer="\n\n".join(blocks), artifacts=artifacts, failed_steps=failed
     )
 
 

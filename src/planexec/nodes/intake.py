@@ -3,6 +3,7 @@
 A new human message at the end of ``messages`` is the task; a task message sent again with
 its id and new text (a chat UI's "edit message") is the task in its new words; otherwise the
 ``task`` given is recorded as a human message, so ``messages`` is never empty at the approval.
+Who started the run (:func:`planexec.review.identity.who_started`) is recorded as ``started_by``.
 """
 
 from __future__ import annotations
@@ -11,13 +12,19 @@ import uuid
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
 
 from planexec.nodes.conversation import message_text
+from planexec.review.identity import who_started
 from planexec.state import State
 
 
-def take_task(state: State) -> dict[str, Any]:
-    """Return the run's task and the human message that carries it."""
+def take_task(state: State, config: RunnableConfig) -> dict[str, Any]:
+    """Return the run's task, the human message that carries it, and who started the run."""
+    return {**_task(state), "started_by": who_started(config)}
+
+
+def _task(state: State) -> dict[str, Any]:
     messages = state.get("messages") or []
     last = messages[-1] if messages else None
     if isinstance(last, HumanMessage) and last.id != state.get("task_message"):

@@ -23,12 +23,12 @@ from collections.abc import Iterator
 from typing import Any
 
 _PARTS = r"(?:\.[A-Za-z0-9_]+)*"  # .field or .0 (an item), any number of them
-WHOLE = re.compile(rf"\$([1-9]\d*)({_PARTS})")
+WHOLE = re.compile(rf"\$([1-9][0-9]*)({_PARTS})")
 """A whole argument value that is one reference: ``"$3"``, ``"$3.rows.0"``."""
-AMOUNT = re.compile(r"\$\d+\.\d\d")
+AMOUNT = re.compile(r"\$[0-9]+\.[0-9][0-9]")
 """A whole value that is an amount (``"$5.00"``), not item 00 of step 5's output."""
 IN_TEXT = re.compile(
-    rf"\$\$|\$\{{([1-9]\d*)({_PARTS})\}}|\$([1-9]\d*)(\.[A-Za-z_][A-Za-z0-9_]*{_PARTS})"
+    rf"\$\$|\$\{{([1-9][0-9]*)({_PARTS})\}}|\$([1-9][0-9]*)(\.[A-Za-z_][A-Za-z0-9_]*{_PARTS})"
 )
 """Inside text: ``$$``, ``${3}`` / ``${3.path}``, or ``$3.field`` (a field name first)."""
 

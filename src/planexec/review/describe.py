@@ -27,8 +27,9 @@ PRODUCES_CELL = 100
 MARKUP = re.compile(r"([\\`*_\[\]<>!|~$])")
 """Characters that start Markdown markup (links, images, HTML, code, emphasis, table cells,
 math)."""
-PROSE_MARKUP = re.compile(r"(?<!\\)(?P<escapes>(?:\\\\)*)(?P<char>\$|!(?=\[))")
-"""What Markdown prose may not start: math (``$``) and images (``![``, also ``![a][ref]``).
+PROSE_MARKUP = re.compile(r"(?<!\\)(?P<escapes>(?:\\\\)*)(?P<char>\$|!(?=\[)|<(?=[A-Za-z/!?]))")
+"""What Markdown prose may not start: math (``$``), images (``![``, also ``![a][ref]``) and raw
+HTML (``<img …>``, ``<svg …>``: a ``<`` that opens a tag, a comment or an autolink).
 
 Each is found with the backslashes before it, taken two by two: CommonMark reads a backslash
 before any ASCII punctuation as an escape, so ``\\\\`` is a literal backslash and the ``![``
@@ -122,8 +123,9 @@ def markdown_prose(text: str) -> str:
     Every ``$`` and every ``!`` before ``[`` ends up after an odd number of backslashes, however
     many the text put there (see :data:`PROSE_MARKUP`). A chat UI reads ``$…$`` as a LaTeX
     formula (Agent Chat UI does), and renders an image at once, which the reader's browser
-    fetches (a link needs a click). Its other markup is kept; raw HTML (``<img src=…>``) too:
-    Agent Chat UI renders Markdown without raw HTML (react-markdown, no rehype-raw).
+    fetches (a link needs a click). Raw HTML (``<img src=…>``) is escaped too: Agent Chat UI
+    does not render it (react-markdown, no rehype-raw), other Markdown clients may. Its other
+    markup is kept.
     """
     return PROSE_MARKUP.sub(r"\g<escapes>\\\g<char>", text)
 

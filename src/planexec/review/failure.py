@@ -8,7 +8,7 @@ HITL answer is read into planexec's own (:func:`from_hitl`).
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from planexec.review import hitl
 from planexec.review.describe import escaped
@@ -50,6 +50,10 @@ class FailureRequest(HitlFields):
     refused: str | None
     """Why the previous answer was refused, when this asks again."""
     answers: str
+    asked_at: NotRequired[str]
+    """When this question was first asked (ISO-8601 UTC)."""
+    expires_at: NotRequired[str | None]
+    """When an answer stops being taken (``approval_expires_after``); None: never."""
 
 
 class Refused(ValueError):

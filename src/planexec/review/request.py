@@ -13,9 +13,11 @@ from planexec.review import describe, hitl
 from planexec.review.decisions import SHAPES
 from planexec.review.estimate import Estimate, estimate, estimate_lines
 from planexec.review.hitl import HitlFields
-from planexec.state import PlanDoc, State
+from planexec.state import Decision, PlanDoc, State
 from planexec.tools.registry import ToolRegistry
 
+HISTORY_LIMIT = 20
+"""Most decisions the request shows (the latest)."""
 PRODUCES_LIMIT = 160
 """Characters of a step's output shape the approval shows."""
 INVALID_PLAN = "this plan is invalid and cannot be approved (edit, reject or cancel it): "
@@ -70,6 +72,12 @@ class ApprovalRequest(HitlFields):
     already_ran: dict[str, str]
     """Steps of the plan that have run before this approval (step id: how it ended)."""
     """Where plan memory took the plan from (run, task, how, changes), when it did."""
+    asked_at: str | None
+    """When this question was first asked (ISO-8601 UTC; None in the chat's preview)."""
+    expires_at: str | None
+    """When an answer stops being taken (``approval_expires_after``); None: never."""
+    history: list[Decision]
+    """The thread's decisions so far (the latest :data:`HISTORY_LIMIT`), oldest first."""
 
 
 def approval_request(
@@ -79,6 +87,9 @@ def approval_request(
     problems: list[str],
     tools: ToolRegistry,
     ctx: Context,
+    *,
+    asked_at: str | None = None,
+    expires_at: str | None = None,
 ) -> ApprovalRequest:
     """Build the interrupt's payload: the plan, what identifies it, and why it is asked again."""
     proposed = state.get("proposed")
@@ -116,6 +127,9 @@ def approval_request(
         estimate=found,
         memory=memory,
         already_ran=ran,
+        asked_at=asked_at,
+        expires_at=expires_at,
+        history=list((state.get("decisions") or [])[-HISTORY_LIMIT:]),
     )
 
 

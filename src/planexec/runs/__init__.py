@@ -18,6 +18,7 @@ from planexec.runs.driver import Runs
 from planexec.runs.request import RunRequest, new_run, run_settings, sandbox_for
 from planexec.runs.types import (
     ApprovalRequest,
+    Caller,
     Decide,
     OnEvent,
     RunResult,
@@ -28,6 +29,7 @@ from planexec.runs.types import (
 
 __all__ = [
     "ApprovalRequest",
+    "Caller",
     "Decide",
     "OnEvent",
     "RunError",

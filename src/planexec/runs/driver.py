@@ -27,7 +27,7 @@ from planexec.runs.reading import (
 )
 from planexec.runs.request import RunRequest, sandbox_for, saved_context
 from planexec.runs.streaming import Stopped, adrive, drive, resume_payload
-from planexec.runs.types import Decide, OnEvent, RunResult, ThreadState, ThreadSummary
+from planexec.runs.types import Caller, Decide, OnEvent, RunResult, ThreadState, ThreadSummary
 from planexec.tools import ToolRegistry, ToolsLike
 from planexec.tools.sandbox import Sandbox
 
@@ -37,6 +37,9 @@ class Runs:
 
     ``approval`` is the operator's policy; left unset, each run's context chooses (you are
     the operator of the runs you start here, as with the ``planexec`` command).
+    ``caller`` says who answers the approvals of the runs started or resumed here (the
+    ``planexec`` command: the local OS user, source ``cli``); unset, an answer's ``"by"``
+    names who gives it (source ``python``).
 
     Example::
 
@@ -56,13 +59,16 @@ class Runs:
         approval: ApprovalPolicy | None = None,
         store: BaseStore | None = None,
         models: Mapping[str, BaseChatModel] | None = None,
+        caller: Caller | None = None,
     ) -> None:
         """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces).
 
         ``store`` keeps plan memory's templates (:mod:`planexec.memory`); none: no memory.
         ``models`` pins a role's chat model for every run (``build_graph(models=...)``).
+        ``caller`` goes into the config of every run started or resumed here.
         """
         self.checkpointer, self.db, self.approval = checkpointer, db, approval
+        self.caller = caller
         self.tools = ToolRegistry.of(tools) if tools is not None else None
         self.store, self.models = store, models
         self._graphs: dict[tuple[Sandbox | None, str | None], PlanexecGraph] = {}
@@ -70,23 +76,33 @@ class Runs:
     @classmethod
     @contextmanager
     def open(
-        cls, db: str, *, tools: ToolsLike | None = None, approval: ApprovalPolicy | None = None
+        cls,
+        db: str,
+        *,
+        tools: ToolsLike | None = None,
+        approval: ApprovalPolicy | None = None,
+        caller: Caller | None = None,
     ) -> Iterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods.
 
         Its checkpoints keep the runs, its store plan memory's templates.
         """
         with open_saver(db) as saver, open_store(db) as store:
-            yield cls(saver, db=db, tools=tools, approval=approval, store=store)
+            yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller)
 
     @classmethod
     @asynccontextmanager
     async def aopen(
-        cls, db: str, *, tools: ToolsLike | None = None, approval: ApprovalPolicy | None = None
+        cls,
+        db: str,
+        *,
+        tools: ToolsLike | None = None,
+        approval: ApprovalPolicy | None = None,
+        caller: Caller | None = None,
     ) -> AsyncIterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the async methods."""
         async with aopen_saver(db) as saver, aopen_store(db) as store:
-            yield cls(saver, db=db, tools=tools, approval=approval, store=store)
+            yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller)
 
     def graph(
         self, sandbox: Sandbox | None = None, context: Context | None = None
@@ -110,7 +126,7 @@ class Runs:
 
     def seed(self, request: RunRequest) -> RunnableConfig:
         """Save a new run's plan (if it brings one) as the planner's; return the run's config."""
-        graph, config = self._graph_for(request), request.config()
+        graph, config = self._graph_for(request), request.config(self.caller)
         if graph.get_state(config).values:
             raise RunError(_exists(request.thread_id))
         if request.plan is not None:  # a given plan goes to approval like any plan
@@ -119,7 +135,7 @@ class Runs:
 
     async def aseed(self, request: RunRequest) -> RunnableConfig:
         """Async :meth:`seed`."""
-        graph, config = self._graph_for(request), request.config()
+        graph, config = self._graph_for(request), request.config(self.caller)
         if (await graph.aget_state(config)).values:
             raise RunError(_exists(request.thread_id))
         if request.plan is not None:
@@ -157,7 +173,9 @@ class Runs:
         """Continue a thread, answering its pending approval with ``answer`` if given."""
         run = self._resumed(thread_id, self.get(thread_id))
         graph, payload = self._graph_for(run), resume_payload(answer)
-        return _result(run, drive(graph, run.config(), run.context, payload, on_event, decide))
+        return _result(
+            run, drive(graph, run.config(self.caller), run.context, payload, on_event, decide)
+        )
 
     async def aresume(
         self,
@@ -170,7 +188,9 @@ class Runs:
         """Async :meth:`resume`."""
         run = self._resumed(thread_id, await self.aget(thread_id))
         graph, payload = self._graph_for(run), resume_payload(answer)
-        stopped = await adrive(graph, run.config(), run.context, payload, on_event, decide)
+        stopped = await adrive(
+            graph, run.config(self.caller), run.context, payload, on_event, decide
+        )
         return _result(run, stopped)
 
     def get(self, thread_id: str) -> ThreadState | None:

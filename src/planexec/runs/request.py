@@ -17,7 +17,9 @@ from langchain_core.runnables import RunnableConfig
 from planexec.context import Context
 from planexec.errors import WorkspaceError
 from planexec.plan import PlanValidationError, goal_of_task, to_doc, validate_plan
+from planexec.review.identity import CALLER_KEY
 from planexec.runs.db import RunError, is_postgres
+from planexec.runs.types import Caller
 from planexec.state import PlanDoc
 from planexec.tools import ToolRegistry, ToolsLike, Workspace, default_registry
 from planexec.tools.sandbox import Sandbox, check_thread_id
@@ -35,10 +37,17 @@ class RunRequest:
     sandbox: Sandbox | None = None
     plan: PlanDoc | None = None
 
-    def config(self) -> RunnableConfig:
-        """Return the run's config: its thread, and the settings a later resume needs."""
+    def config(self, caller: Caller | None = None) -> RunnableConfig:
+        """Return the run's config: its thread, who drives it, the settings a resume needs.
+
+        ``caller`` (the :class:`Runs`' caller) goes to ``configurable["planexec_caller"]``,
+        where the approval reads who answers; None: the answer's own ``"by"`` says it.
+        """
         metadata = run_settings(self.context, self.sandbox)
-        return {"configurable": {"thread_id": self.thread_id}, "metadata": metadata}
+        configurable: dict[str, Any] = {"thread_id": self.thread_id}
+        if caller is not None:
+            configurable[CALLER_KEY] = {"id": caller["id"], "source": caller["source"]}
+        return {"configurable": configurable, "metadata": metadata}
 
 
 def new_run(

@@ -11,7 +11,7 @@ from langgraph.types import Command
 from planexec.admission import PlanexecGraph
 from planexec.context import Context
 from planexec.runs.db import RunError
-from planexec.runs.types import ApprovalRequest, Decide, OnEvent
+from planexec.runs.types import ApprovalRequest, Caller, Decide, OnEvent, StepEvent
 
 STREAM = ["custom", "updates", "tasks"]  # step events; interrupts and plans; nodes at work
 MAX_REFUSED = 3
@@ -32,8 +32,8 @@ def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalReque
     ``node_finished`` (``node``: planner, replanner, evaluator, ...; ``failed``: the node
     raised or wrote an ``error``, so its work was not done), ``plan_changed``
     (``plan``, ``by``: the node that made it) and ``plan_approved`` (``by``: ``reviewer`` or
-    ``policy``, once the approval accepted it), so a watcher can show who is at work and every
-    plan version before it runs.
+    ``policy``, once the approval accepted it; ``approver``: who, from its decision record), so
+    a watcher can show who is at work and every plan version before it runs.
     """
     if chunk_mode == "updates" and "__interrupt__" in chunk:
         request: ApprovalRequest = chunk["__interrupt__"][0].value
@@ -56,7 +56,25 @@ def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalReque
                 on_event({"event": "plan_changed", "by": node, "plan": update["plan"]})
             if isinstance(update, dict) and isinstance(update.get("approved"), dict):
                 approved = update["approved"]
-                on_event({"event": "plan_approved", "by": str(approved.get("by"))})
+                event: StepEvent = {"event": "plan_approved", "by": str(approved.get("by"))}
+                approver = approver_of(update.get("decisions"))
+                on_event(event if approver is None else {**event, "approver": approver})
+    return None
+
+
+APPROVALS = {"approve", "edit"}
+"""Actions of a decision record that approve a plan (an edit approves its new revision)."""
+
+
+def approver_of(decisions: object) -> Caller | None:
+    """Return who approved, from the decision records a node's update appends (None: none)."""
+    records = decisions if isinstance(decisions, list) else []
+    for record in reversed(records):
+        if not isinstance(record, dict) or record.get("action") not in APPROVALS:
+            continue
+        by = record.get("by")
+        if isinstance(by, dict):
+            return {"id": by.get("id"), "source": by.get("source", "unknown")}
     return None
 
 

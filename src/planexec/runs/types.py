@@ -10,7 +10,17 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from planexec.review.estimate import Estimate
-from planexec.state import PlanDoc
+from planexec.state import Decision, Identity, PlanDoc
+
+Caller = Identity
+"""Who drives the runs of a :class:`Runs` (``Runs(saver, caller=...)``): an identity.
+
+The runs API puts it into the config of every run it starts or resumes, as
+``config["configurable"]["planexec_caller"]``; the approval records it as who answered
+(:mod:`planexec.review.identity`). The ``planexec`` command passes the local OS user:
+``{"id": getpass.getuser(), "source": "cli"}``. On a LangGraph server it is never believed:
+the server's authenticated user is.
+"""
 
 
 class StepEvent(TypedDict, total=False):
@@ -22,7 +32,8 @@ class StepEvent(TypedDict, total=False):
     that the ``index``-th written step starts now, as step ``step``, before the plan is whole.
     The runs API adds ``node_started``/``node_finished`` (``node``; ``failed``: the node raised,
     its work did not complete), ``plan_changed`` (``plan``, ``by`` the node that made it) and
-    ``plan_approved`` (``by``: ``reviewer`` or ``policy``, once the approval accepted the plan).
+    ``plan_approved`` (``by``: ``reviewer`` or ``policy``, once the approval accepted the plan;
+    ``approver``: who approved it, as the approval recorded it in ``decisions``).
     """
 
     event: str
@@ -40,6 +51,7 @@ class StepEvent(TypedDict, total=False):
     node: str
     failed: bool
     plan: PlanDoc
+    approver: Caller
 
 
 class ApprovalRequest(TypedDict, total=False):
@@ -58,6 +70,12 @@ class ApprovalRequest(TypedDict, total=False):
     estimate: Estimate
     memory: dict[str, Any] | None
     already_ran: dict[str, str]
+    asked_at: str | None
+    """When the question was first asked (ISO-8601 UTC)."""
+    expires_at: str | None
+    """When an answer stops being taken (``approval_expires_after``); None: never."""
+    history: list[Decision]
+    """The thread's decisions so far (the latest 20), oldest first: who decided what, when."""
 
 
 OnEvent = Callable[[StepEvent], object]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
-import reprlib
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from typing import Any, TypeAlias
@@ -358,10 +357,6 @@ BUILTIN_FUNCTIONS = (
     types.ClassMethodDescriptorType,
 )
 """The types of functions written in C (``print``, ``len``, ``str.join``): not tools."""
-_SHORT = reprlib.Repr()  # Python 3.11's Repr takes no keywords
-_SHORT.maxstring = _SHORT.maxlong = _SHORT.maxother = 40
-SHOWN_TEXT = 40
-"""The longest text an error message shows as it is (a longer one: its length only)."""
 
 
 def code_name(value: object) -> str:
@@ -373,20 +368,20 @@ def code_name(value: object) -> str:
 
 
 def describe_value(value: object) -> str:
-    """Say what a value is, for an error message, without showing what it holds.
+    """Say what a value is, for an error message, never what it holds.
 
-    Short scalars (numbers, short texts, None) are shown bounded by :mod:`reprlib`; anything
-    else by its type (and its length): a mapping or a list of secrets is never printed, and a
-    value whose ``repr`` or ``len`` fails is still described.
+    A value is named by its type (and its length): never a text's, bytes' or number's value,
+    never a container's items; a function, class or tool by its qualified name only. A value
+    whose ``repr`` or ``len`` fails is still described.
     """
     kind = type(value).__name__
     if isinstance(value, BaseTool):
         return f"a single tool ({value.name!r}); put it in a list"
-    if value is None or isinstance(value, bool | int | float | complex):
-        return f"{_SHORT.repr(value)} (of type {kind})"
+    if value is None:
+        return "None"
+    if isinstance(value, bool | int | float | complex):
+        return f"a value of type {kind}"
     if isinstance(value, str):
-        if len(value) <= SHOWN_TEXT:
-            return f"{value!r} (of type str)"
         return f"a str of {len(value)} characters"
     if isinstance(value, bytes | bytearray):
         return f"{len(value)} bytes (of type {kind})"
