@@ -75,6 +75,16 @@ class ApprovalRecord(TypedDict, total=False):
     digest: str
     reason: str
     error: str
+    asked_at: str
+    """When a ``presented`` request was shown (ISO-8601 UTC): its expiry counts from here."""
+
+
+class FailureQuestion(TypedDict):
+    """The question about a failed step being asked: which step, about which plan, since when."""
+
+    step: int
+    digest: str
+    asked_at: str
 
 
 IdentitySource = Literal["server", "cli", "python", "policy", "unknown"]
@@ -347,6 +357,8 @@ class State(TypedDict):
     """Where plan memory took the current plan from (:class:`planexec.memory.recall.PlanOrigin`)."""
     failure_answer: NotRequired[FailureAnswer | None]
     """The latest answer about a failed step whose plan said ``on_failure: "ask"``."""
+    failure_question: NotRequired[FailureQuestion | None]
+    """The question about a failed step now asked (written when it is first shown)."""
     failure_asks: NotRequired[dict[str, int]]
     """How many times each step's failure was asked about (bounded)."""
     reviewer_skipped: NotRequired[list[int]]

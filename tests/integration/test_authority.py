@@ -229,3 +229,162 @@ def test_bad_settings_are_refused_when_the_graph_is_built(monkeypatch, settings,
         monkeypatch.setenv(key, value)
     with pytest.raises(ConfigurationError, match=named):
         build_graph(tools=TOOLS, **settings)
+
+
+def _swap(graph, config, plan: dict[str, Any]) -> dict[str, Any]:
+    """Replace the plan in state (an editable key) while its approval is pending."""
+    current = graph.get_state(config).values["plan"]
+    swapped = {**current, "steps": [{**current["steps"][0], **plan["steps"][0]}]}
+    graph.update_state(config, {"plan": swapped})
+    return graph.get_state(config).values["plan"]
+
+
+@pytest.mark.parametrize("settings", [{}, {"approvers": ["bob"], "separate_approver": True}])
+def test_an_answer_never_approves_a_plan_swapped_after_it_was_shown(use_models, ctx, settings):
+    graph, config = started(use_models, ctx, HARMLESS, by="alice", **settings)
+    shown = graph.get_state(config).interrupts[0].value
+    assert [s["tool"] for s in shown["plan"]["steps"]] == ["echo"]
+    SENT.clear()
+    _swap(graph, config, SENDING)
+    out = answer(graph, config, ctx, {"action": "approve", "by": "bob"})
+    assert SENT == [] and not out.get("final")
+    last = out["decisions"][-1]
+    assert last["action"] == "refused" and last["by"]["id"] == "bob"
+    assert last["feedback"].startswith("the plan changed since it was shown (v")
+    assert last["feedback"].endswith("): answer again")
+    request = out["__interrupt__"][0].value
+    assert [s["tool"] for s in request["plan"]["steps"]] == ["send"]  # asked anew, current plan
+    out = answer(graph, config, ctx, {"action": "approve", "by": "bob"})
+    assert out["final"]["status"] == "succeeded" and SENT == ["hello"]
+    assert out["decisions"][-1]["digest"] == request["digest"]
+
+
+def test_an_answer_naming_the_current_plans_digest_still_approves_it(use_models, ctx):
+    graph, config = started(use_models, ctx, HARMLESS)
+    SENT.clear()
+    swapped = _swap(graph, config, SENDING)
+    current = graph.get_state(config).values
+    from planexec.plan.doc import plan_digest
+
+    digest = plan_digest(swapped)
+    assert current["plan"] == swapped
+    out = answer(graph, config, ctx, {"action": "approve", "digest": digest, "by": "bob"})
+    assert out["final"]["status"] == "succeeded" and SENT == ["hello"]
+
+
+def test_separate_approver_an_edit_adding_side_effects_is_a_proposal_not_an_approval(
+    use_models, ctx
+):
+    graph, config = started(
+        use_models, ctx, HARMLESS, by="carol", approvers=["alice", "bob"], separate_approver=True
+    )
+    SENT.clear()
+    edited = {"goal": "g", "steps": SENDING["steps"]}
+    out = answer(graph, config, ctx, {"action": "edit", "plan": edited, "by": "alice"})
+    assert SENT == [] and not out.get("final")
+    edit = out["decisions"][-1]
+    assert (edit["action"], edit["by"]["id"]) == ("edit", "alice") and edit["edited"]
+    request = out["__interrupt__"][0].value
+    assert request["digest"] == edit["edited"]["digest"]
+    assert [s["tool"] for s in request["plan"]["steps"]] == ["send"]
+    out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
+    assert out["__interrupt__"][0].value["error"] == (
+        "alice may not approve: alice wrote this plan version and it has side effects "
+        "(separate_approver: another approver must approve it; alice may reject or cancel it)"
+    )
+    assert SENT == []
+    out = answer(graph, config, ctx, {"action": "approve", "by": "bob"})
+    assert out["final"]["status"] == "succeeded" and SENT == ["hello"]
+    assert [d["action"] for d in out["decisions"]] == ["edit", "refused", "approve"]
+
+
+def test_separate_approver_an_edit_without_side_effects_is_still_approved_at_once(use_models, ctx):
+    graph, config = started(
+        use_models, ctx, SENDING, by="carol", approvers=["alice", "bob"], separate_approver=True
+    )
+    edited = {"goal": "g", "steps": HARMLESS["steps"]}
+    out = answer(graph, config, ctx, {"action": "edit", "plan": edited, "by": "alice"})
+    assert out["final"]["status"] == "succeeded"
+
+
+@tool
+def send_unless_failing(text: str) -> str:
+    """Send the text, unless it is "fail" (side-effecting)."""
+    if text == "fail":
+        raise ValueError("it failed")
+    SENT.append(text)
+    return "sent"
+
+
+def test_separate_approver_a_retry_with_new_args_needs_another_approver(use_models, ctx):
+    plan = plan_of({**step(1, "send_unless_failing", {"text": "fail"}), "on_failure": "ask"})
+    use_models(planner=scripted(plan_reply(plan)))
+    tools = ToolRegistry([send_unless_failing])
+    graph = build_graph(
+        checkpointer=InMemorySaver(), tools=tools, approvers="alice,bob", separate_approver=True
+    )
+    config = thread()
+    config["configurable"]["planexec_caller"] = "carol"
+    graph.invoke({"task": "t"}, config, context=ctx(retry_initial_interval=0.0))
+    SENT.clear()
+    out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
+    assert out["__interrupt__"][0].value["type"] == "step_failure"
+    retry = {"action": "retry", "step": 1, "args": {"text": "hello"}, "by": "alice"}
+    out = answer(graph, config, ctx, retry)
+    request = out["__interrupt__"][0].value
+    assert request.get("type") != "step_failure" and request["version"] == 2
+    out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
+    assert (
+        "alice may not approve: alice wrote this plan version"
+        in (out["__interrupt__"][0].value["error"])
+    )
+    assert SENT == []
+    out = answer(graph, config, ctx, {"action": "approve", "by": "bob"})
+    assert out["final"]["status"] == "succeeded" and SENT == ["hello"]
+    assert out["decisions"][-1]["by"]["id"] == "bob" and out["decisions"][-1]["version"] == 2
+
+
+@pytest.mark.parametrize("by", ["x" * 129, "alice\nbob", "al\x1bice"])
+def test_an_identity_that_is_too_long_or_not_printable_is_refused(use_models, ctx, by):
+    graph, config = started(use_models, ctx, HARMLESS)
+    out = answer(graph, config, ctx, {"action": "approve", "by": by})
+    assert not out.get("final")
+    assert out["decisions"][-1]["action"] == "refused"
+    assert "by: at most 128 printable characters" in out["decisions"][-1]["feedback"]
+    assert by not in repr(out["decisions"])
+    run = {"configurable": {**config["configurable"], "planexec_caller": by}}
+    out = graph.invoke(Command(resume={"action": "approve"}), run, context=ctx())
+    assert "by: at most 128 printable characters" in out["decisions"][-1]["feedback"]
+    out = answer(graph, config, ctx, {"action": "approve", "by": "x" * 128})
+    assert out["final"]["status"] == "succeeded"
+
+
+def test_an_answer_to_a_failed_steps_question_never_applies_to_a_swapped_plan(use_models, ctx):
+    plan = plan_of({**step(1, "send_unless_failing", {"text": "fail"}), "on_failure": "ask"})
+    use_models(planner=scripted(plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([send_unless_failing]))
+    config = thread()
+    graph.invoke({"task": "t"}, config, context=ctx(retry_initial_interval=0.0))
+    out = answer(graph, config, ctx, {"action": "approve", "by": "bob"})
+    assert out["__interrupt__"][0].value["type"] == "step_failure"
+    SENT.clear()
+    _swap(graph, config, plan_of(step(1, "send_unless_failing", {"text": "swapped"})))
+    out = answer(graph, config, ctx, {"action": "retry", "step": 1, "by": "bob"})
+    assert SENT == [] and not out.get("final")
+    last = out["decisions"][-1]
+    assert (last["action"], last["kind"], last["by"]["id"]) == ("refused", "step_failure", "bob")
+    assert last["feedback"].startswith("the plan changed since it was shown (v")
+    request = out["__interrupt__"][0].value
+    assert request["plan"]["steps"][0]["args"] == {"text": "swapped"}  # asked anew: approval
+
+
+def test_a_failed_steps_answer_naming_an_unfit_identity_is_refused(use_models, ctx):
+    plan = plan_of({**step(1, "always_fails", {"reason": "x"}), "on_failure": "ask"})
+    graph, config = started(use_models, ctx, plan)
+    out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
+    assert out["__interrupt__"][0].value["type"] == "step_failure"
+    out = answer(graph, config, ctx, {"action": "skip", "step": 1, "by": "bob\nalice"})
+    last = out["decisions"][-1]
+    assert (last["action"], last["kind"]) == ("refused", "step_failure")
+    assert last["feedback"] == "by: at most 128 printable characters"
+    assert last["by"] == {"id": None, "source": "unknown"}

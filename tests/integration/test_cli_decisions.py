@@ -1,6 +1,7 @@
 """Who decided, at the CLI: the local user is recorded with every answer, and ``show`` lists it.
 
-The CLI vouches for the local OS user (``getpass.getuser()``, here ``LOGNAME``): every run it
+The CLI vouches for the local OS user (the account the process runs as, ``pwd``; here faked to
+be the ``LOGNAME`` a test sets, since the real account is one): every run it
 starts or resumes carries ``{"id": USER, "source": "cli"}`` as its caller, and the approval
 records that identity in the thread's ``decisions``, which ``planexec show`` (and ``--json``)
 lists. The runs API does the same for any ``caller=`` it is given.
@@ -9,8 +10,11 @@ lists. The runs API does the same for any ``caller=`` it is given.
 from __future__ import annotations
 
 import json
+import os
+import pwd
 import re
 from datetime import datetime
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -27,7 +31,9 @@ runner = CliRunner()
 def env(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PLANEXEC_DB", str(tmp_path / "runs.sqlite"))
-    monkeypatch.setenv("LOGNAME", "alice")  # getpass.getuser() reads it first
+    monkeypatch.setenv("LOGNAME", "alice")
+    # the OS account the CLI reads (pwd), faked: each test names it with LOGNAME
+    monkeypatch.setattr(pwd, "getpwuid", lambda uid: SimpleNamespace(pw_name=os.environ["LOGNAME"]))
     (tmp_path / "plan.json").write_text(json.dumps(plan_of(step(1, "list_files", {}))))
     return tmp_path
 

@@ -347,3 +347,127 @@ def test_a_url_hook_is_posted_the_event(use_models, ctx):
         server.shutdown()
     assert [e["event"] for e in got] == ["waiting", "answered"]
     assert got[1]["by"] == {"id": "alice", "source": "python"}
+
+
+def test_the_cli_user_is_the_os_account_not_logname(monkeypatch):
+    import os
+    import pwd
+
+    from planexec.cli.caller import local_user
+
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        monkeypatch.setenv(name, "mallory")
+    assert local_user() == {"id": pwd.getpwuid(os.getuid()).pw_name, "source": "cli"}
+
+
+class _Hook:
+    """A local HTTP hook whose handler is given; the URL carries a user, password and key."""
+
+    def __init__(self, handle: Any) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                handle(self)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        port = self.server.server_port
+        self.url = f"http://hookuser:hookpass@127.0.0.1:{port}/hook?key=SECRETKEY123"
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+def test_the_hook_url_and_its_secrets_are_never_logged(use_models, ctx, caplog):
+    import logging
+
+    def ok(handler: Any) -> None:
+        handler.rfile.read(int(handler.headers["Content-Length"]))
+        handler.send_response(204)
+        handler.end_headers()
+
+    hook = _Hook(ok)
+    caplog.set_level(logging.DEBUG)
+    try:
+        use_models(planner=scripted(plan_reply(PLAN)))
+        graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS, approval_hook=hook.url)
+        config = thread()
+        graph.invoke({"task": "t"}, config, context=ctx())
+        out = graph.invoke(ALICE_APPROVES, config, context=ctx())
+    finally:
+        hook.close()
+    assert out["final"]["status"] == "succeeded"
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "HTTP Request: POST http://127.0.0.1:" in logged  # still logged, secrets left out
+    for secret in ("hookpass", "SECRETKEY123", "hookuser"):
+        assert secret not in logged
+
+
+def test_a_hook_that_drips_its_answer_holds_the_run_at_most_the_deadline(
+    use_models, ctx, monkeypatch, caplog
+):
+    import time
+
+    from planexec.review import notify
+
+    monkeypatch.setattr(notify, "HOOK_TIMEOUT", 0.5)
+
+    def drip(handler: Any) -> None:
+        handler.rfile.read(int(handler.headers["Content-Length"]))
+        handler.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+        handler.wfile.flush()
+        for _ in range(30):
+            time.sleep(0.2)  # one byte at a time: each read is quick, the whole is not
+            try:
+                handler.wfile.write(b"x")
+                handler.wfile.flush()
+            except OSError:
+                return
+
+    hook = _Hook(drip)
+    try:
+        use_models(planner=scripted(plan_reply(PLAN)))
+        graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS, approval_hook=hook.url)
+        config = thread()
+        began = time.monotonic()
+        graph.invoke({"task": "t"}, config, context=ctx())
+        took = time.monotonic() - began
+    finally:
+        hook.close()
+    assert took < 3.0
+    assert "the approval hook did not answer within 0.5 s" in caplog.text
+    assert "SECRETKEY123" not in caplog.text
+
+
+@pytest.mark.parametrize("kind", ["sleep", "exit"])
+def test_a_callable_hook_that_sleeps_or_exits_never_holds_or_fails_the_run(
+    use_models, ctx, monkeypatch, kind
+):
+    import time
+
+    from planexec.review import notify
+
+    monkeypatch.setattr(notify, "HOOK_TIMEOUT", 0.5)
+    calls: list[str] = []
+
+    def hook(event: Any) -> None:
+        calls.append(event["event"])
+        if kind == "sleep":
+            time.sleep(5)
+        raise SystemExit(3)
+
+    use_models(planner=scripted(plan_reply(PLAN)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=TOOLS, approval_hook=hook)
+    config = thread()
+    began = time.monotonic()
+    graph.invoke({"task": "t"}, config, context=ctx())
+    out = graph.invoke(ALICE_APPROVES, config, context=ctx())
+    assert time.monotonic() - began < 3.0
+    assert out["final"]["status"] == "succeeded"
+    assert calls == ["waiting", "answered"]  # each once: a replay does not send again

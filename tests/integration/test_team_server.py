@@ -32,6 +32,7 @@ USERS = {
     "tok-owner-5f2a": {"identity": "owner"},
     "tok-approver-9c1e": {"identity": "approver", "permissions": ["approve"]},
     "tok-stranger-77d0": {"identity": "stranger"},
+    "tok-admin-3b8d": {"identity": "admin", "permissions": ["admin"]},
 }
 TOKEN = {user["identity"]: token for token, user in USERS.items()}
 EXPIRES_AFTER = 6  # seconds, on the plain server
@@ -365,3 +366,80 @@ def test_without_auth_decisions_say_unknown_and_expired_requests_ask_again(
     kinds = [e["event"] for e in hook.of(tid)]
     assert kinds[:2] == ["waiting", "expired"], kinds
     assert kinds.count("waiting") >= 2 and "answered" in kinds, kinds
+
+
+def test_the_trail_cannot_be_taken_erased_or_replayed(team, server_root, scripts):
+    """Issue 35 review F2, F6, F7: ownership is fixed, runs stay, approved plans do not replay."""
+    name = shared_folder(server_root)
+    ws = server_root / "shared" / name
+    context = {"planner_model": planner(scripts, WRITE), "shared_folder": name}
+    owner, approver = client_of(team, "owner"), client_of(team, "approver")
+    admin = client_of(team, "admin")
+
+    async def scenario():
+        tid = (await owner.threads.create())["thread_id"]
+        await owner.runs.wait(tid, "planexec", input={"task": "write notes"}, context=context)
+        request = await asked(owner, tid)
+        assert request is not None
+        answer = {"action": "approve", "digest": request["digest"]}
+        done = await approver.runs.wait(
+            tid, "planexec", command={"resume": answer}, context=context
+        )
+        assert done["final"]["status"] == "succeeded", done.get("final")
+        (ws / "notes.md").unlink()
+        trail = await decisions(owner, tid)
+
+        # F2: nobody moves the owner key, not even an approver or an admin
+        for who in (approver, admin, owner):
+            for new_owner in ("approver", "admin", "owner"):
+                await refused_with((403,), who.threads.update(tid, metadata={"owner": new_owner}))
+        assert (await owner.threads.get(tid))["metadata"]["owner"] == "owner"
+
+        # F6: deleting a run (or rolling one back) erases part of the trail: admin only
+        runs = await owner.runs.list(tid)
+        resume_run = runs[0]["run_id"]
+        for who in (owner, approver):
+            await refused_with((403,), who.runs.delete(tid, resume_run))
+            await refused_with((403,), who.runs.cancel(tid, resume_run, action="rollback"))
+            await refused_with(
+                (403,),
+                who.runs.create(
+                    tid, "planexec", input=None, context=context, multitask_strategy="rollback"
+                ),
+            )
+        assert await decisions(owner, tid) == trail
+
+        # F7: the owner may not fork the thread at a checkpoint after the approval
+        history = await owner.threads.get_history(tid, limit=50)
+        approved = [
+            h
+            for h in history
+            if h["values"].get("approved") and h["next"] not in ([], ["approval"])
+        ]
+        assert approved, [h["next"] for h in history]
+        fork_at = approved[-1]["checkpoint"]["checkpoint_id"]
+        with pytest.raises(httpx.HTTPStatusError) as caught:
+            await owner.runs.wait(tid, "planexec", input=None, checkpoint_id=fork_at)
+        assert caught.value.response.status_code == 403
+        assert "approve" in caught.value.response.text
+        await refused_with(
+            (403,),
+            owner.runs.wait(
+                tid, "planexec", input=None, context={**context, "checkpoint_id": fork_at}
+            ),
+        )
+        await refused_with((403,), owner.threads.copy(tid))
+        assert not (ws / "notes.md").exists(), "the approved plan ran again"
+        assert await decisions(owner, tid) == trail
+
+        # approvers may copy (fork) a thread; the copy keeps its owner
+        copied = await approver.threads.copy(tid)
+        assert copied["metadata"]["owner"] == "owner"
+
+        # the admin may delete a run; the owner (not an approver) deletes the whole thread
+        await admin.runs.delete(tid, resume_run)
+        await refused_with((403, 404), approver.threads.delete(tid))
+        await owner.threads.delete(tid)
+        await refused_with((404,), owner.threads.get(tid))
+
+    asyncio.run(scenario())

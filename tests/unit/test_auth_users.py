@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -51,3 +52,30 @@ def test_bad_users_are_refused_without_showing_a_token(users, message):
 def test_an_unreadable_file_is_named(tmp_path):
     with pytest.raises(UsersConfigError, match="cannot read .*missing.json"):
         load_users({"PLANEXEC_AUTH_FILE": str(tmp_path / "missing.json")})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'{{"{SECRET}": {{"identity": "alice"}}, "{SECRET}": {{"identity": "mallory"}}}}',
+        f'{{"{SECRET}": {{"identity": "alice", "identity": "mallory"}}}}',
+    ],
+)
+def test_a_token_or_field_listed_twice_is_refused_without_showing_it(text):
+    with pytest.raises(UsersConfigError) as caught:
+        load_users({"PLANEXEC_AUTH_USERS": text})
+    assert "listed twice" in str(caught.value)
+    assert SECRET not in str(caught.value)
+
+
+def test_a_duplicate_token_leaves_the_server_auth_unconfigured(monkeypatch):
+    from langgraph_sdk import Auth
+
+    from planexec.auth import authenticate
+
+    twice = f'{{"{SECRET}": {{"identity": "a"}}, "{SECRET}": {{"identity": "b"}}}}'
+    monkeypatch.setenv("PLANEXEC_AUTH_USERS", twice)
+    with pytest.raises(Auth.exceptions.HTTPException) as caught:
+        asyncio.run(authenticate(f"Bearer {SECRET}"))
+    assert caught.value.status_code == 500
+    assert caught.value.detail == "server auth is not configured"

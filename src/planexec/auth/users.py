@@ -7,7 +7,8 @@ file of the same shape (the variable wins when both are set)::
      "<another token>": {"identity": "bob"}}
 
 They are read again on every request (a small file: adding or removing a user needs no
-restart). A token is compared with every known token in constant time
+restart). A token listed twice (or a user's field listed twice) is a configuration error,
+not "the last one wins". A token is compared with every known token in constant time
 (:func:`hmac.compare_digest`); tokens never appear in a message or a log.
 """
 
@@ -59,9 +60,14 @@ def load_users(environ: Mapping[str, str] | None = None) -> dict[str, AuthUser]:
         except OSError as error:
             raise UsersConfigError(f"cannot read {origin}: {error.strerror}") from None
     try:
-        raw = json.loads(text)
+        raw = json.loads(text, object_pairs_hook=_refuse_duplicate_keys)
     except json.JSONDecodeError as error:
         raise UsersConfigError(f"{origin} is not JSON: {error.msg} (line {error.lineno})") from None
+    except _DuplicateKeyError:
+        raise UsersConfigError(
+            f"{origin}: a token (or a field of one user) is listed twice;"
+            " each token must name exactly one user"
+        ) from None
     return _users_of(raw, origin)
 
 
@@ -73,6 +79,18 @@ def user_of_token(token: str, users: Mapping[str, AuthUser]) -> AuthUser | None:
         if hmac.compare_digest(given, known.encode("utf-8")) and found is None:
             found = user
     return found
+
+
+class _DuplicateKeyError(ValueError):
+    """A JSON object names one key twice (which key is not said: it may be a token)."""
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """Build a JSON object, refusing a key listed twice (json would keep the last silently)."""
+    built = dict(pairs)
+    if len(built) != len(pairs):
+        raise _DuplicateKeyError
+    return built
 
 
 def _users_of(raw: object, origin: str) -> dict[str, AuthUser]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import os
 from collections.abc import Mapping
 
 from planexec.runs import Caller
@@ -11,14 +12,29 @@ from planexec.runs import Caller
 def local_user() -> Caller | None:
     """Return the local OS user as the CLI's caller (``source`` ``cli``); None if it has none.
 
-    ``getpass.getuser()``: ``$LOGNAME``, ``$USER``, ``$LNAME``, ``$USERNAME``, else the
-    password database. Without a caller the approval records the answer's identity as unknown.
+    The account the process runs as, from the password database (``pwd``): not ``$LOGNAME``
+    or ``$USER``, which anyone can set. Where there is no ``pwd`` (Windows), or the account has
+    no entry in it, ``getpass.getuser()``. Without a caller the approval records the answer's
+    identity as unknown.
     """
+    name = _account_name()
+    return {"id": name, "source": "cli"} if name else None
+
+
+def _account_name() -> str | None:
     try:
-        name = getpass.getuser()
+        import pwd
+    except ImportError:  # no password database on this system
+        pass
+    else:
+        try:
+            return pwd.getpwuid(os.getuid()).pw_name
+        except KeyError:  # the account has no entry: fall back to the environment
+            pass
+    try:
+        return getpass.getuser()
     except (OSError, KeyError):  # no such variable and no entry in the password database
         return None
-    return {"id": name, "source": "cli"} if name else None
 
 
 def who(identity: Mapping[str, object] | None) -> str:

@@ -13,6 +13,16 @@ A node run that will ask first puts the question under an AI message showing the
 why a previous answer was refused): it writes that message, records ``presented`` and runs
 again to ask (chat UIs draw an interrupt's controls under the last message if it is an AI one).
 
+An answer applies only to the plan its request presented: the asking run compares the plan in
+state with the ``presented`` record, and if a state edit changed it since, an answer that does
+not name the current plan's digest is refused ("the plan changed since it was shown (v1 9f2c…
+→ v1 ab12…): answer again") and the current plan is shown and asked about anew. So a plan
+swapped while a reviewer looks at another is never approved in their name.
+
+Under ``separate_approver`` an edit whose plan has side effects is recorded (``edit``) but not
+approved: it is a new proposal, asked about again, and its writer may not approve it
+(:func:`planexec.review.authority.maker_of`).
+
 Every plan is validated here, whichever way it reached state (planner, replanner, a state edit
 or a fork), and only this node writes ``approved``: the executor runs a plan only if its digest
 is the approved one.
@@ -20,8 +30,9 @@ is the approved one.
 Every decision (a reviewer's, the policy's, a refusal, an answer after the request expired) is
 appended to ``decisions`` with who gave it (:mod:`planexec.review.identity`) and when, in the
 update the deciding run returns: a replay never re-judges nor duplicates it. Who may answer is
-decided by :func:`planexec.review.authority.refusal`; the request's ``asked_at`` is a task's
-result, so the same on every replay of the node run that asks.
+decided by :func:`planexec.review.authority.refusal`; the request's ``asked_at`` is the time
+the run that showed it recorded in ``presented``, so the same on every replay of the run that
+asks (no task: a sync node waiting on one would hold a pool thread under ``ainvoke``).
 """
 
 from __future__ import annotations
@@ -51,10 +62,22 @@ from planexec.review.decisions import (
     read_decision,
     response_schema,
 )
-from planexec.review.identity import permissions_of, policy_identity, who_answers, without_by
+from planexec.review.identity import (
+    describe,
+    identity_problem,
+    permissions_of,
+    policy_identity,
+    who_answers,
+    without_by,
+)
 from planexec.review.notify import HookEvent, Notifier
 from planexec.review.policy import effective_policy, needs_approval
-from planexec.review.request import ApprovalRequest, approval_request, invalid_plan
+from planexec.review.request import (
+    ApprovalRequest,
+    approval_request,
+    invalid_plan,
+    plan_changed,
+)
 from planexec.state import (
     ApprovalRecord,
     ApprovedPlan,
@@ -113,20 +136,30 @@ def review(
         )
         return {**_approved(plan, digest, "auto"), "decisions": [by_policy]}
     if (state.get("approval") or {}).get("action") != "presented":
-        request = approval_request(state, plan, digest, problems, tools, ctx)
+        # shown (and its time kept) in a run of its own, so the asking run, which a resume
+        # replays from the top, finds the same request: its expiry and the hook's "waiting"
+        # come from here, once
+        asked = authority.utc_now()
+        request = approval_request(
+            state, plan, digest, problems, tools, ctx, asked_at=asked,
+            expires_at=rules.expires_at(asked),
+        )  # fmt: skip
         # a plan changed by a state edit while asked is asked at once (not shown first): the
         # answer pending for the old plan must reach this interrupt, to be refused with why
-        record = ApprovalRecord(action="presented", version=plan["version"], digest=digest)
+        record = ApprovalRecord(
+            action="presented", version=plan["version"], digest=digest, asked_at=asked
+        )
         if request["error"]:
             record["error"] = request["error"]  # still shown when the question is asked
         message = approval_message(request, len(state.get("messages") or []))
+        _notify(notifier, "waiting", config, request)
         return {"messages": [message], "approval": record}
-    asked = authority.asked_at()
+    shown = state.get("approval") or ApprovalRecord()
+    asked = shown.get("asked_at") or authority.utc_now()
     expires = rules.expires_at(asked)
     request = approval_request(
         state, plan, digest, problems, tools, ctx, asked_at=asked, expires_at=expires
     )
-    _notify(notifier, "waiting", config, request)
     answer = interrupt(request, response_schema=response_schema())
     at = authority.utc_now()
     who = who_answers(config, answer)
@@ -150,13 +183,30 @@ def review(
             permissions=permissions_of(config),
             started_by=state.get("started_by"),
             side_effects=side_effects,
+            made_by=authority.maker_of(state.get("decisions"), plan_digest(approving)),
         )
         if reason is not None:
             raise AnswerRefused(reason)
 
+    def proposal(edited: PlanDoc) -> str | None:
+        side_effects = any(tools.has_side_effects(t) for t in plan_tools(edited))
+        if not authority.proposes_only(rules, side_effects):
+            return None
+        return (
+            f"{describe(who)} edited the plan into one with side effects: another approver must "
+            "approve it (separate_approver)"
+        )
+
     try:
+        bad_identity = identity_problem(config, answer)
+        if bad_identity is not None:
+            raise AnswerRefused(bad_identity)
+        if shown.get("digest") != digest and _names_no_plan(answer):
+            raise AnswerRefused(
+                plan_changed(shown.get("version"), shown.get("digest"), plan, digest)
+            )
         update, decision = _decide(
-            state, plan, digest, problems, limit, without_by(answer), tools, allowed
+            state, plan, digest, problems, limit, without_by(answer), tools, allowed, proposal
         )
     except AnswerRefused as exc:
         update = {
@@ -202,6 +252,24 @@ def _thread_id(config: RunnableConfig) -> str | None:
 
 Allowed = Callable[[str, PlanDoc], None]
 """Raises AnswerRefused if who answers may not give this answer for this plan."""
+Proposal = Callable[[PlanDoc], str | None]
+"""Why an edit to this plan is only a proposal (asked about again), or None if it is approved."""
+
+
+def _names_no_plan(answer: Any) -> bool:
+    """Tell whether a well-formed answer names no plan (no digest, no version): "this plan".
+
+    An answer that names one is judged against the current plan by ``check_names``; one that
+    cannot be read is refused for that by :func:`_decide`.
+    """
+    try:
+        decision = read_decision(without_by(answer))
+    except AnswerRefused:
+        return False
+    named = [decision.digest, decision.version]
+    if isinstance(decision, Edit):
+        named += [decision.plan.get("digest"), decision.plan.get("version")]
+    return all(name is None for name in named)
 
 
 def _decide(
@@ -213,6 +281,7 @@ def _decide(
     answer: Any,
     tools: ToolRegistry,
     allowed: Allowed,
+    proposal: Proposal,
 ) -> tuple[dict[str, Any], Decision]:
     """Apply one answer to the plan awaiting approval, or raise AnswerRefused saying why.
 
@@ -246,7 +315,13 @@ def _decide(
     new_plan = to_doc(new, version=plan["version"] + 1)
     allowed("edit", new_plan)
     made = _apply_edit(state, plan, new_plan)
-    revision = EditedRevision(version=new_plan["version"], digest=made["approved"]["digest"])
+    revision = EditedRevision(version=new_plan["version"], digest=made["proposed"]["digest"])
+    proposed = proposal(new_plan)
+    if proposed is not None:  # recorded, not approved: shown and asked about again
+        made["approval"] = ApprovalRecord(
+            action="refused", version=new_plan["version"], digest=revision["digest"], error=proposed
+        )
+        made["approved"] = None
     return made, Decision(action="edit", edited=revision)
 
 

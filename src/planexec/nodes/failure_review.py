@@ -17,6 +17,13 @@ An answer that is malformed, names another step, or edits the arguments into an 
 is refused and asked again; each step is asked about at most
 :data:`planexec.nodes.evaluator.MAX_ASKS_PER_STEP` times.
 
+An answer applies only to the plan its question presented (the approved plan, whose step
+failed): if a state edit changed the plan while the question waited, the answer is not applied
+but recorded as refused ("the plan changed since it was shown (v1 9f2c… → v1 ab12…): answer
+again") and the changed plan goes to the approval node, to be shown and asked about. Under
+``separate_approver``, whoever retried a step with new arguments wrote that plan version: the
+approval node lets another approver approve it.
+
 Like the approval's, every answer is a decision record (``decisions``, ``kind:
 "step_failure"``) naming who gave it and when; who may give it, and until when, is decided by
 :mod:`planexec.review.authority` (an answer after the request expired is not taken: the
@@ -52,11 +59,13 @@ from planexec.review.failure import (
     describe_failure,
     from_hitl,
 )
-from planexec.review.identity import permissions_of, who_answers, without_by
+from planexec.review.identity import identity_problem, permissions_of, who_answers, without_by
 from planexec.review.notify import HookEvent, Notifier
+from planexec.review.request import plan_changed
 from planexec.state import (
     Decision,
     FailureAnswer,
+    FailureQuestion,
     PlanDoc,
     ProposedPlan,
     Revision,
@@ -84,15 +93,19 @@ def review_failure(
     sid = (evaluation["retry"] or [0])[0] if evaluation else 0
     step = next((s for s in plan["steps"] if s["id"] == sid), None)
     if step is None or approval_problem(state):  # a state edit changed the plan since:
-        return {"failure_answer": None, "evaluation": None}  # the executor sends it to approval
+        return _plan_changed(state, config, plan, sid)  # the executor sends it to approval
     records = current_records(plan, state.get("steps") or {})
     asks = dict(state.get("failure_asks") or {})
     asked = asks.get(record_key(sid), 0) + 1
     previous = state.get("failure_answer") or {}
     error = str(records.get(record_key(sid), {}).get("error") or "")
-    asked_at = authority.asked_at()
-    expires_at = rules.expires_at(asked_at)
     digest = plan_digest(plan)
+    question = state.get("failure_question")
+    fresh = question is None or question["step"] != sid
+    # the question's time is kept in a run of its own, so the asking run (replayed from the
+    # top on resume) finds it, and the hook hears "waiting" once
+    asked_at = authority.utc_now() if fresh or question is None else question["asked_at"]
+    expires_at = rules.expires_at(asked_at)
     event = HookEvent(
         event="waiting",
         thread_id=_thread_id(config),
@@ -103,8 +116,12 @@ def review_failure(
         expires_at=expires_at,
         step=sid,
     )
-    if notifier is not None:
-        notifier.send(event)
+    if fresh:
+        if notifier is not None:
+            notifier.send(event)
+        shown = FailureQuestion(step=sid, digest=digest, asked_at=asked_at)
+        kept = previous if previous.get("action") == "refused" else None  # says why, asked again
+        return {"failure_question": shown, "failure_answer": kept}
     answer = interrupt(
         redact(
             FailureRequest(
@@ -142,11 +159,15 @@ def review_failure(
         if notifier is not None:
             notifier.send(HookEvent(**{**event, "event": "expired"}))
         return {
+            "failure_question": None,
             "failure_answer": FailureAnswer(action="refused", step=sid, error=why),
             "decisions": [Decision(**said, action="expired", feedback=why)],
         }
 
     def allowed(action: str) -> None:
+        bad_identity = identity_problem(config, answer)
+        if bad_identity is not None:
+            raise Refused(bad_identity)
         reason = authority.refusal(
             rules,
             action=action,
@@ -154,6 +175,7 @@ def review_failure(
             permissions=permissions_of(config),
             started_by=state.get("started_by"),
             side_effects=any(tools.has_side_effects(t) for t in plan_tools(plan)),
+            made_by=authority.maker_of(state.get("decisions"), digest),
         )
         if reason is not None:
             raise Refused(reason)
@@ -177,7 +199,41 @@ def review_failure(
         }
     if notifier is not None:
         notifier.send(HookEvent(**{**event, "event": "answered"}, action=made["action"], by=who))
-    return {**update, "decisions": [made]}
+    return {**update, "failure_question": None, "decisions": [made]}
+
+
+def _plan_changed(state: State, config: RunnableConfig, plan: PlanDoc, sid: int) -> dict[str, Any]:
+    """Take the answer pending for the plan asked about, and refuse it: the plan changed since.
+
+    The question was asked about the approved plan; the answer is recorded as refused (it
+    never applies to another plan), and the changed plan goes on to the approval node.
+    """
+    approved = state.get("approved")
+    digest = plan_digest(plan)
+    why = plan_changed(
+        approved["version"] if approved else None,
+        approved["digest"] if approved else None,
+        plan,
+        digest,
+    )
+    answer = interrupt({"type": "plan_changed", "step": sid, "error": why})
+    who = who_answers(config, answer)
+    refused = Decision(
+        action="refused",
+        kind="step_failure",
+        by=who,
+        at=authority.utc_now(),
+        version=plan["version"],
+        digest=digest,
+        step=sid,
+        feedback=why,
+    )
+    return {
+        "failure_answer": None,
+        "failure_question": None,
+        "evaluation": None,
+        "decisions": [refused],
+    }
 
 
 def _thread_id(config: RunnableConfig) -> str | None:

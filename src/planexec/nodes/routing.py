@@ -52,8 +52,13 @@ def after_evaluator(
 def after_failure_review(
     state: State,
 ) -> Literal["executor", "approval", "replanner", "failure_review", "evaluator", "finalizer"]:
-    """Follow the reviewer's answer about a failed step (a refused answer asks again)."""
+    """Follow the reviewer's answer about a failed step (a refused answer asks again).
+
+    A question just shown (``failure_question`` recorded, no answer yet) is asked next.
+    """
     action = (state.get("failure_answer") or {}).get("action")
+    if action is None and state.get("failure_question"):
+        return "failure_review"
     if action == "refused":
         return "failure_review"
     if action == "edit":  # a changed step is a new plan: the approval applies the policy

@@ -11,7 +11,10 @@ an answer came too late.
   reject and cancel need an approver or whoever started the run; an unknown caller is refused.
 * ``separate_approver``: whoever started the run may not let a plan with side effects go ahead
   (approve, edit, retry, skip); they may still reject or cancel. Who answers and who started
-  must both be known, or the answer is refused.
+  must both be known, or the answer is refused. Whoever wrote the plan version asked about (an
+  approver's ``edit``, a failed step's retry with new arguments: :func:`maker_of`) is its maker
+  too: their edit adding side effects is a new proposal, not an approval, and another approver
+  must approve it.
 * ``approval_expires_after`` (seconds): an answer after the request's ``expires_at`` is not
   taken (a decision ``expired``) and the question is asked again, with a fresh request.
 """
@@ -20,15 +23,13 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from langgraph.func import task
-
 from planexec.errors import ConfigurationError
 from planexec.review.identity import describe
-from planexec.state import Identity
+from planexec.state import Decision, Identity
 
 PERMISSION = "permission:"
 """How an approvers item names a permission the server's auth grants (``permission:approve``)."""
@@ -99,12 +100,14 @@ def refusal(
     permissions: frozenset[str],
     started_by: Identity | None,
     side_effects: bool,
+    made_by: Identity | None = None,
 ) -> str | None:
     """Return why ``who`` may not give this answer, or None if they may.
 
     ``action`` is the answer (``approve``, ``edit``, ``reject``, ``cancel``, or a failed
     step's ``retry``, ``skip``, ``replan``); ``side_effects``: whether the plan it lets go
-    ahead may call a side-effecting tool; ``started_by``: who started the run.
+    ahead may call a side-effecting tool; ``started_by``: who started the run; ``made_by``: who
+    wrote the plan version answered about, if a reviewer did (:func:`maker_of`).
     """
     name = describe(who)
     starter = started_by["id"] if started_by else None
@@ -141,7 +144,34 @@ def refusal(
                 f"(separate_approver: another approver must approve it; {name} may reject or "
                 "cancel it)"
             )
+        if made_by is not None and made_by["id"] is not None and made_by["id"] == who["id"]:
+            return (
+                f"{name} may not {action}: {name} wrote this plan version and it has side "
+                f"effects (separate_approver: another approver must approve it; {name} may "
+                "reject or cancel it)"
+            )
     return None
+
+
+def maker_of(decisions: Sequence[Decision] | None, digest: str) -> Identity | None:
+    """Return who wrote the plan of ``digest`` by an answer (an edit, a retry with new args).
+
+    None when no recorded answer made it (the planner or replanner did, or a state edit).
+    """
+    for decision in reversed(decisions or []):
+        edited = decision.get("edited")
+        if edited is not None and edited["digest"] == digest and "by" in decision:
+            return decision["by"]
+    return None
+
+
+def proposes_only(rules: ApprovalRules, side_effects: bool) -> bool:
+    """Tell whether a reviewer's edit to a plan is only a proposal, to be approved by another.
+
+    Under ``separate_approver`` an edit whose plan may call a side-effecting tool is recorded
+    but not approved: its writer is its maker, and another approver must approve it.
+    """
+    return rules.separate_approver and side_effects
 
 
 def is_approver(rules: ApprovalRules, who: Identity, permissions: frozenset[str]) -> bool:
@@ -166,23 +196,6 @@ def expired(expires_at: str | None, now: str) -> bool:
 def utc_now() -> str:
     """Return the time now, ISO-8601 UTC (the form decisions and requests carry)."""
     return datetime.now(UTC).isoformat()
-
-
-def _asked_at_now() -> str:
-    return utc_now()
-
-
-_asked_at_now.__name__ = "asked_at"  # the task's name, and so its id
-_asked_at = task(_asked_at_now)
-
-
-def asked_at() -> str:
-    """Return when the question a node is about to ask was first asked (in a node only).
-
-    A LangGraph task: a node replayed on resume gets the time recorded by its first run, so
-    the request's ``asked_at`` and ``expires_at`` stay the same until it is answered.
-    """
-    return _asked_at().result()
 
 
 def _approvers(approvers: str | Iterable[str] | None) -> tuple[str, ...]:

@@ -14,6 +14,10 @@ Rules, in order:
 3. A Python caller's answer ``{"action": "approve", "by": "alice"}``:
    ``{"id": "alice", "source": "python"}``.
 4. Else ``{"id": None, "source": "unknown"}``.
+
+An identity a caller names (rules 2 and 3) is at most :data:`MAX_ID_CHARS` printable characters
+(no newline, no control character); another is never recorded: :func:`identity_problem` says
+why, and the nodes refuse the answer with it.
 """
 
 from __future__ import annotations
@@ -33,6 +37,10 @@ SERVER_USER_ID = "langgraph_auth_user_id"
 SERVER_USER = "langgraph_auth_user"
 SERVER_PERMISSIONS = "langgraph_auth_permissions"
 UNKNOWN = Identity(id=None, source="unknown")
+MAX_ID_CHARS = 128
+"""The longest identity a caller may name (``planexec_caller`` or an answer's ``"by"``)."""
+BAD_ID = f"by: at most {MAX_ID_CHARS} printable characters"
+"""Why an answer naming another identity is refused."""
 
 
 def policy_identity(policy: str) -> Identity:
@@ -52,17 +60,38 @@ def who_started(config: RunnableConfig | None) -> Identity:
 
 def who_answers(config: RunnableConfig | None, answer: object) -> Identity:
     """Return who sent ``answer`` in the run of ``config``: THE function that says who it is."""
+    return _claimed(config, answer)[0]
+
+
+def identity_problem(config: RunnableConfig | None, answer: object) -> str | None:
+    """Return why the identity a caller names for ``answer`` is not taken (:data:`BAD_ID`), or None.
+
+    On the server nothing a client names is read, so nothing is refused there.
+    """
+    return _claimed(config, answer)[1]
+
+
+def _claimed(config: RunnableConfig | None, answer: object) -> tuple[Identity, str | None]:
     configurable = _configurable(config)
     if SERVER_USER_ID in configurable:
-        return _server_identity(configurable)
-    caller = _caller(configurable.get(CALLER_KEY))
-    if caller is not None:
-        return caller
+        return _server_identity(configurable), None
+    named = configurable.get(CALLER_KEY)
+    if isinstance(named, Mapping):
+        named = named.get("id")
+    if isinstance(named, str) and named.strip():
+        caller = _caller(configurable.get(CALLER_KEY))
+        return (caller, None) if caller is not None else (UNKNOWN, BAD_ID)
     if isinstance(answer, Mapping):
         by = answer.get(BY_KEY)
         if isinstance(by, str) and by.strip():
-            return Identity(id=by.strip(), source="python")
-    return UNKNOWN
+            if not _fits(by.strip()):
+                return UNKNOWN, BAD_ID
+            return Identity(id=by.strip(), source="python"), None
+    return UNKNOWN, None
+
+
+def _fits(name: str) -> bool:
+    return len(name) <= MAX_ID_CHARS and name.isprintable()
 
 
 def permissions_of(config: RunnableConfig | None) -> frozenset[str]:
@@ -107,10 +136,10 @@ def _server_identity(configurable: Mapping[str, Any]) -> Identity:
 
 def _caller(caller: object) -> Identity | None:
     if isinstance(caller, str) and caller.strip():
-        return Identity(id=caller.strip(), source="python")
+        return Identity(id=caller.strip(), source="python") if _fits(caller.strip()) else None
     if not isinstance(caller, Mapping):
         return None
     name = caller.get("id")
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(name, str) or not name.strip() or not _fits(name.strip()):
         return None
     return Identity(id=name.strip(), source="cli" if caller.get("source") == "cli" else "python")

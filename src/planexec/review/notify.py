@@ -1,34 +1,41 @@
 """The approval hook: tell someone when a question starts waiting, expires, or is answered.
 
 ``build_graph(approval_hook=...)`` (else ``$PLANEXEC_APPROVAL_HOOK``, a URL) is a Python
-callable given a :class:`HookEvent`, or an ``http(s)`` URL the event is POSTed to as JSON
-(5 seconds' timeout). An event holds what identifies the question and the answer, never
-plan arguments, feedback or secrets. Each event is sent once: it is a LangGraph task of the
-node that asks, so a node replayed on resume does not send it again. A hook that fails is
-logged and never fails the run.
+callable given a :class:`HookEvent`, or an ``http(s)`` URL the event is POSTed to as JSON.
+An event holds what identifies the question and the answer, never plan arguments, feedback or
+secrets. Each event is sent once, from a node run a resume does not replay (the run that shows
+the question, the run that takes its answer); only a process dying before that run's
+checkpoint is written sends it again.
+
+A hook never holds nor fails the run: each call has one total deadline,
+:data:`HOOK_TIMEOUT` seconds (it runs in a daemon thread, abandoned after the deadline: "the
+approval hook did not answer within 5 s"), and whatever it raises (``SystemExit`` too, only
+``KeyboardInterrupt`` goes on) is logged by its type, without the URL. The URL's user name,
+password and query never reach a log: httpx's own request log shows URLs as
+:func:`planexec.llm.endpoint.shown_url` does (``http://host:port/path``).
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import os
+import threading
 from collections.abc import Callable
 from typing import Literal, NotRequired
 from urllib.parse import urlsplit
 
 import httpx
-from langgraph.func import task
 from typing_extensions import TypedDict
 
 from planexec.errors import ConfigurationError
+from planexec.llm.endpoint import shown_url, urls_shown
 from planexec.state import Identity
 
 log = logging.getLogger(__name__)
 
 HOOK_TIMEOUT = 5.0
-"""Seconds a URL hook may take to answer."""
-HOOK_TASK = "approval_hook"
-"""The name of the LangGraph task that sends an event (seen in ``updates`` streams)."""
+"""Seconds a hook call may take in all (a URL's connection, request and whole answer)."""
 
 
 class HookEvent(TypedDict):
@@ -55,30 +62,74 @@ class Notifier:
     """Sends hook events to one callable or URL, once each, without ever raising."""
 
     def __init__(self, hook: ApprovalHook) -> None:
-        """Keep the hook; its events are sent by a durable task of this notifier."""
+        """Keep the hook."""
         self.hook = hook
 
-        def deliver(event: HookEvent) -> bool:
-            return self._deliver(event)
-
-        deliver.__name__ = HOOK_TASK  # a task's id comes from its name
-        self._task = task(deliver)
-
     def send(self, event: HookEvent) -> None:
-        """Send ``event`` once (in a node: a task, whose recorded result a replay reuses)."""
-        self._task(event).result()
+        """Send ``event``, waiting at most :data:`HOOK_TIMEOUT` seconds; never raise.
+
+        Nodes send each event from a run that a resume does not replay (the run that shows a
+        request, the run that takes its answer), so an event is sent once (again only if the
+        process dies before that run's checkpoint is written).
+        """
+        self._deliver(event)
 
     def _deliver(self, event: HookEvent) -> bool:
-        try:
-            if isinstance(self.hook, str):
-                httpx.post(self.hook, json=dict(event), timeout=HOOK_TIMEOUT).raise_for_status()
+        """Call the hook in a daemon thread; wait for it at most :data:`HOOK_TIMEOUT` seconds."""
+        deadline = HOOK_TIMEOUT
+        failed: list[BaseException | None] = []
+        context = contextvars.copy_context()
+
+        def call() -> None:
+            try:
+                context.run(self._call, event, deadline)
+            except BaseException as exc:  # SystemExit too: a hook never ends the run
+                failed.append(exc)
             else:
-                self.hook(event)
-        except Exception as exc:  # a hook never fails the run
+                failed.append(None)
+
+        thread = threading.Thread(target=call, name="planexec-approval-hook", daemon=True)
+        thread.start()
+        thread.join(deadline)
+        if not failed:  # still running: abandoned (a daemon thread ends with the process)
+            log.warning("the approval hook did not answer within %g s", deadline)
+            return False
+        error = failed[0]
+        if isinstance(error, KeyboardInterrupt):
+            raise error
+        if error is not None:
             # the error's type only: its text may hold the URL, and so a token in it
-            log.warning("approval hook failed on %r event: %s", event["event"], type(exc).__name__)
+            log.warning(
+                "approval hook failed on %r event: %s", event["event"], type(error).__name__
+            )
             return False
         return True
+
+    def _call(self, event: HookEvent, deadline: float) -> None:
+        if isinstance(self.hook, str):
+            httpx.post(self.hook, json=dict(event), timeout=deadline).raise_for_status()
+        else:
+            self.hook(event)
+
+
+class _ShownUrls(logging.Filter):
+    """Rewrite httpx's log records so that a URL shows no user, password nor query."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "://" in message:
+            record.msg, record.args = urls_shown(message), ()
+        return True
+
+
+_SHOWN_URLS = _ShownUrls()
+
+
+def _hide_urls_in_httpx_logs() -> None:
+    """Install the filter on httpx's logger (once): it logs each request's URL at INFO."""
+    logger = logging.getLogger("httpx")
+    if _SHOWN_URLS not in logger.filters:
+        logger.addFilter(_SHOWN_URLS)
 
 
 def notifier_from(hook: ApprovalHook | None) -> Notifier | None:
@@ -92,8 +143,9 @@ def notifier_from(hook: ApprovalHook | None) -> Notifier | None:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ConfigurationError(
                 f"approval_hook (build_graph or PLANEXEC_APPROVAL_HOOK) is a callable or an "
-                f"http(s) URL, not {hook!r}"
+                f"http(s) URL, not {shown_url(hook)!r}"
             )
+        _hide_urls_in_httpx_logs()
     elif not callable(hook):
         raise ConfigurationError(
             f"approval_hook (build_graph) is a callable or an http(s) URL, not {hook!r}"

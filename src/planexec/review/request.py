@@ -29,6 +29,16 @@ def invalid_plan(problems: list[str]) -> str:
     return INVALID_PLAN + "; ".join(problems)
 
 
+def plan_changed(shown_version: object, shown_digest: object, plan: PlanDoc, digest: str) -> str:
+    """Say why an answer is refused: the plan changed since its request showed another.
+
+    ``the plan changed since it was shown (v1 9f2c1a0b… → v2 ab12cd34…): answer again``.
+    """
+    was = f"v{shown_version if shown_version is not None else '?'} {str(shown_digest or '?')[:8]}…"
+    now = f"v{plan['version']} {digest[:8]}…"
+    return f"the plan changed since it was shown ({was} → {now}): answer again"
+
+
 def refusal_now(error: str | None, problems: list[str]) -> str | None:
     """Return why the previous answer was refused, as it holds for the plan now.
 

@@ -18,8 +18,8 @@ Caller = Identity
 The runs API puts it into the config of every run it starts or resumes, as
 ``config["configurable"]["planexec_caller"]``; the approval records it as who answered
 (:mod:`planexec.review.identity`). The ``planexec`` command passes the local OS user:
-``{"id": getpass.getuser(), "source": "cli"}``. On a LangGraph server it is never believed:
-the server's authenticated user is.
+``{"id": <the OS account's name, from pwd>, "source": "cli"}``. On a LangGraph server it is
+never believed: the server's authenticated user is.
 """
 
 
