@@ -388,3 +388,18 @@ def test_a_failed_steps_answer_naming_an_unfit_identity_is_refused(use_models, c
     assert (last["action"], last["kind"]) == ("refused", "step_failure")
     assert last["feedback"] == "by: at most 128 printable characters"
     assert last["by"] == {"id": None, "source": "unknown"}
+
+
+def test_a_refused_answer_does_not_renew_the_request(use_models, ctx):
+    """Answering (and being refused) cannot push a request's expiry back: only an expired
+    request, or a changed plan, is asked again with a fresh time."""
+    graph, config = started(use_models, ctx, approvers=["alice"], approval_expires_after=0.6)
+    first = graph.get_state(config).interrupts[0].value
+    time.sleep(0.35)
+    out = answer(graph, config, ctx, {"action": "approve", "by": "mallory"})
+    again = out["__interrupt__"][0].value
+    assert "mallory may not approve" in again["error"]
+    assert (again["asked_at"], again["expires_at"]) == (first["asked_at"], first["expires_at"])
+    time.sleep(0.35)  # past the first deadline, not past one renewed by mallory's answer
+    out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
+    assert out["decisions"][-1]["action"] == "expired"

@@ -146,3 +146,22 @@ def test_an_answer_to_a_failed_step_is_listed_with_its_step(env):
     assert [(d["action"], d["step"], d["by"]["id"]) for d in skipped] == [("skip", 1, "alice")]
     shown = invoke("show", tid, COLUMNS="160").output
     assert any("skip (step 1)" in line and "alice" in line for line in shown.splitlines()), shown
+
+
+def test_a_given_plan_records_who_started_it_so_another_approver_can_approve(env):
+    """``run --plan`` seeds the plan (intake never runs): the local caller who asks for its
+    first approval is its starter, so maker-checker can tell the starter from an approver."""
+    (env / "write.json").write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "out.txt", "content": "hi"})))
+    )
+    rules = {"PLANEXEC_APPROVERS": "alice,bob", "PLANEXEC_SEPARATE_APPROVER": "true"}
+    result = invoke("run", "--plan", "write.json", "--yes", "--workspace", "ws", **rules)
+    assert "alice started this run" in result.output, result.output  # her own: refused
+    tid = thread_of(result.output)
+    with Runs.open(str(env / "runs.sqlite")) as runs:
+        assert runs.get(tid).values["started_by"] == {"id": "alice", "source": "cli"}
+
+    resumed = invoke("resume", tid, "--yes", LOGNAME="bob", **rules)
+    assert resumed.exit_code == 0, resumed.output
+    assert "approved (--yes) by bob (cli)" in resumed.output, resumed.output
+    assert (env / "ws" / "out.txt").read_text() == "hi"

@@ -65,9 +65,10 @@ from planexec.review.decisions import (
 from planexec.review.identity import (
     describe,
     identity_problem,
-    permissions_of,
+    on_server,
     policy_identity,
     who_answers,
+    who_started,
     without_by,
 )
 from planexec.review.notify import HookEvent, Notifier
@@ -139,7 +140,11 @@ def review(
         # shown (and its time kept) in a run of its own, so the asking run, which a resume
         # replays from the top, finds the same request: its expiry and the hook's "waiting"
         # come from here, once
-        asked = authority.utc_now()
+        before = state.get("approval") or ApprovalRecord()
+        # a refused answer does not renew the request: asked again, it keeps its time (only
+        # an expired one, or a changed plan, gets a fresh request)
+        kept = before.get("asked_at") if before.get("digest") == digest else None
+        asked = kept or authority.utc_now()
         request = approval_request(
             state, plan, digest, problems, tools, ctx, asked_at=asked,
             expires_at=rules.expires_at(asked),
@@ -153,7 +158,7 @@ def review(
             record["error"] = request["error"]  # still shown when the question is asked
         message = approval_message(request, len(state.get("messages") or []))
         _notify(notifier, "waiting", config, request)
-        return {"messages": [message], "approval": record}
+        return {"messages": [message], "approval": record, **_starter(state, config)}
     shown = state.get("approval") or ApprovalRecord()
     asked = shown.get("asked_at") or authority.utc_now()
     expires = rules.expires_at(asked)
@@ -175,16 +180,7 @@ def review(
         }
 
     def allowed(action: str, approving: PlanDoc) -> None:
-        side_effects = any(tools.has_side_effects(t) for t in plan_tools(approving))
-        reason = authority.refusal(
-            rules,
-            action=action,
-            who=who,
-            permissions=permissions_of(config),
-            started_by=state.get("started_by"),
-            side_effects=side_effects,
-            made_by=authority.maker_of(state.get("decisions"), plan_digest(approving)),
-        )
+        reason = authority.judge(rules, action, who, config, state, approving, tools)
         if reason is not None:
             raise AnswerRefused(reason)
 
@@ -209,15 +205,28 @@ def review(
             state, plan, digest, problems, limit, without_by(answer), tools, allowed, proposal
         )
     except AnswerRefused as exc:
-        update = {
-            "approval": ApprovalRecord(
-                action="refused", version=plan["version"], digest=digest, error=str(exc)
-            )
-        }
+        refused = ApprovalRecord(
+            action="refused", version=plan["version"], digest=digest, error=str(exc)
+        )
+        refused["asked_at"] = asked  # asked again about the same plan: the same deadline
+        update = {"approval": refused}
         decision = Decision(action="refused", feedback=str(exc))
     made = Decision(**said, **decision)
     _notify(notifier, "answered", config, request, made)
     return {**update, "decisions": [made]}
+
+
+def _starter(state: State, config: RunnableConfig) -> dict[str, Identity]:
+    """Return ``started_by`` for a run whose plan was given (seeded, so intake never ran).
+
+    A local caller (the CLI, a Python program: ``planexec run --plan``, ``Runs`` with a plan)
+    starts it by asking for its first approval, under its own ``planexec_caller``. On the
+    server the starter stays unknown: whoever resumes a seeded thread first is not
+    necessarily who wrote its plan (maker-checker then refuses, failing closed).
+    """
+    if state.get("started_by") is not None or on_server(config):
+        return {}
+    return {"started_by": who_started(config)}
 
 
 def _notify(

@@ -45,7 +45,7 @@ from planexec.guarantees.storable import storable_text
 from planexec.nodes.evaluator import downstream
 from planexec.nodes.executor import approval_problem
 from planexec.plan import PlanValidationError, to_doc, validate_plan
-from planexec.plan.doc import plan_digest, plan_of, plan_tools
+from planexec.plan.doc import plan_digest, plan_of
 from planexec.plan.records import current_records, pending_record, record_key, records_after_edit
 from planexec.review import authority, hitl
 from planexec.review.authority import ApprovalRules
@@ -59,7 +59,7 @@ from planexec.review.failure import (
     describe_failure,
     from_hitl,
 )
-from planexec.review.identity import identity_problem, permissions_of, who_answers, without_by
+from planexec.review.identity import identity_problem, who_answers, without_by
 from planexec.review.notify import HookEvent, Notifier
 from planexec.review.request import plan_changed
 from planexec.state import (
@@ -168,15 +168,7 @@ def review_failure(
         bad_identity = identity_problem(config, answer)
         if bad_identity is not None:
             raise Refused(bad_identity)
-        reason = authority.refusal(
-            rules,
-            action=action,
-            who=who,
-            permissions=permissions_of(config),
-            started_by=state.get("started_by"),
-            side_effects=any(tools.has_side_effects(t) for t in plan_tools(plan)),
-            made_by=authority.maker_of(state.get("decisions"), digest),
-        )
+        reason = authority.judge(rules, action, who, config, state, plan, tools)
         if reason is not None:
             raise Refused(reason)
 

@@ -27,9 +27,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from langchain_core.runnables import RunnableConfig
+
 from planexec.errors import ConfigurationError
-from planexec.review.identity import describe
-from planexec.state import Decision, Identity
+from planexec.plan.doc import plan_digest, plan_tools
+from planexec.review.identity import describe, permissions_of
+from planexec.state import Decision, Identity, PlanDoc, State
+from planexec.tools.registry import ToolRegistry
 
 PERMISSION = "permission:"
 """How an approvers item names a permission the server's auth grants (``permission:approve``)."""
@@ -90,6 +94,31 @@ def rules_from(
             f"not {expires_after!r}"
         )
     return ApprovalRules(names, separate_approver, float(expires_after) if expires_after else None)
+
+
+def judge(
+    rules: ApprovalRules,
+    action: str,
+    who: Identity,
+    config: RunnableConfig,
+    state: State,
+    plan: PlanDoc,
+    tools: ToolRegistry,
+) -> str | None:
+    """Return why ``who`` may not answer ``action`` about ``plan`` in this run, or None.
+
+    What both asking nodes call: :func:`refusal` with the server's permissions, the run's
+    starter, whether ``plan`` may call a side-effecting tool, and who wrote that plan version.
+    """
+    return refusal(
+        rules,
+        action=action,
+        who=who,
+        permissions=permissions_of(config),
+        started_by=state.get("started_by"),
+        side_effects=any(tools.has_side_effects(t) for t in plan_tools(plan)),
+        made_by=maker_of(state.get("decisions"), plan_digest(plan)),
+    )
 
 
 def refusal(
