@@ -188,11 +188,6 @@ def _masked_url(scheme: str) -> str:
     return f"{scheme if _plain_scheme(scheme) else MASK}://{MASK}"
 
 
-def shown_endpoint(url: str) -> str:
-    """Return ``url`` fit to show in a message (an alias of :func:`shown_url`)."""
-    return shown_url(url)
-
-
 def key_like(text: str, *, host: bool = False) -> bool:
     """Return whether ``text`` (a path part; a host label if ``host``) looks like a key.
 
