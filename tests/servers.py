@@ -117,6 +117,20 @@ def find_pg_bin() -> Path | None:
     return Path(which).parent if which else None
 
 
+def _reachable_tmp() -> str | None:
+    """Return a temp folder the ``postgres`` user can reach, for a root caller's cluster.
+
+    The usual temp root, unless a folder on its way is closed to others (a ``TMPDIR`` made by
+    ``mktemp -d`` is 0700): then ``/tmp`` itself. None: the usual one.
+    """
+    import tempfile
+
+    usual = Path(tempfile.gettempdir()).resolve()
+    if all(os.stat(folder).st_mode & 0o001 for folder in (usual, *usual.parents)):
+        return None
+    return "/tmp"
+
+
 class PostgresServer:
     """A throwaway PostgreSQL cluster on a free loopback port that a test can stop and restart.
 
@@ -136,7 +150,10 @@ class PostgresServer:
                 "(Debian: apt-get install postgresql)"
             )
         self.bin_dir = bin_dir
-        self.base = Path(tempfile.mkdtemp(prefix="planexec-pg-"))
+        root = os.geteuid() == 0
+        self.base = Path(
+            tempfile.mkdtemp(prefix="planexec-pg-", dir=_reachable_tmp() if root else None)
+        )
         self.data, sockets = self.base / "data", self.base / "sockets"
         sockets.mkdir()
         self.port = free_port()
@@ -155,8 +172,12 @@ class PostgresServer:
         self._run(initdb, "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8")
 
     def _run(self, *args: str) -> None:
-        subprocess.run(
-            [*self.prefix, *args], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        subprocess.run(  # in its own folder: the postgres user may not enter the caller's
+            [*self.prefix, *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=self.base,
         )
 
     def _pg_ctl(self, *args: str) -> list[str]:
@@ -169,7 +190,7 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server at once (``-m immediate``): connections drop, nothing is flushed."""
         command = [*self.prefix, *self._pg_ctl("-m", "immediate", "stop")]
-        subprocess.run(command, check=False, capture_output=True)
+        subprocess.run(command, check=False, capture_output=True, cwd=self.base)
 
     def remove(self) -> None:
         """Stop the server and delete its files."""
