@@ -10,6 +10,8 @@ import shutil
 import tempfile
 import time
 import uuid
+from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import tool
@@ -25,6 +27,9 @@ TEMP_ROOT = tempfile.mkdtemp(prefix="planexec-bench-")
 tempfile.tempdir = TEMP_ROOT
 atexit.register(shutil.rmtree, TEMP_ROOT, ignore_errors=True)
 os.environ.setdefault("PLANEXEC_WORKSPACE_ROOT", tempfile.mkdtemp(prefix="workspaces-"))
+
+# the data and recorded plan `planexec demo` runs: their one copy, in the package
+DEMO = Path(str(resources.files("planexec") / "demo"))
 
 
 def build_graph(**kwargs: Any) -> Any:

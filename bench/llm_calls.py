@@ -19,7 +19,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import new_config, table
+from common import DEMO, new_config, table
 from langgraph.checkpoint.memory import InMemorySaver
 
 from planexec import (
@@ -35,11 +35,9 @@ from planexec.nodes.planner import planner_messages
 from planexec.plan.references import resolve_references
 from planexec.tools.sandbox import Sandbox
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def plan_of_size(n: int) -> dict[str, Any]:
-    plan = json.loads((ROOT / "examples" / "sales_plan.json").read_text())
+    plan = json.loads((DEMO / "sales_plan.json").read_text())
     if n == 6:
         return plan
     steps = plan["steps"][:2]
@@ -66,7 +64,7 @@ def plan_of_size(n: int) -> dict[str, Any]:
 
 def workspace() -> str:
     ws = tempfile.mkdtemp(prefix="planexec-llm-")
-    shutil.copy(ROOT / "examples" / "sales.csv", ws)
+    shutil.copy(DEMO / "sales.csv", ws)
     return ws
 
 

@@ -28,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from common import table
+from common import DEMO, table
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
@@ -38,13 +38,12 @@ from planexec import Context
 from planexec.tools.sandbox import Sandbox
 from tests.openai_server import Pace, Usage, serve, tool_call_message
 
-ROOT = Path(__file__).resolve().parents[1]
 PACE = Pace(first_token=0.3, per_token=0.002)
 PRICES = {"bench-planner": (2.0, 8.0), "bench-cheap": (0.4, 1.6)}
 WORKSPACE = "bench-memory"
 FILES = [f"shop{i}.csv" for i in range(1, 7)]
 COLUMNS = ["revenue", "quantity", "unit_price", "revenue", "quantity", "unit_price"]
-SALES = json.loads((ROOT / "src/planexec/demo/sales_plan.json").read_text())
+SALES = json.loads((DEMO / "sales_plan.json").read_text())
 
 
 def sales_plan(file: str, column: str) -> dict[str, Any]:
@@ -131,7 +130,7 @@ def workspace() -> None:
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     for file in FILES:
-        shutil.copy(ROOT / "src/planexec/demo/sales.csv", root / file)
+        shutil.copy(DEMO / "sales.csv", root / file)
     for i in range(6):
         (root / f"text{i}.txt").write_text(f"text {i}\n")
 

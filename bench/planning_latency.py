@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import floor
-from common import random_dag, table, wait, wait_sync
+from common import DEMO, random_dag, table, wait, wait_sync
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
@@ -44,7 +44,6 @@ from planexec.tools import ToolRegistry, default_registry
 from planexec.tools.sandbox import Sandbox
 from tests.openai_server import Pace, count_tokens, serve, tool_call_message
 
-ROOT = Path(__file__).resolve().parents[1]
 PACE = Pace(first_token=0.3, per_token=0.01)
 WORKSPACE = "bench-latency"
 
@@ -81,7 +80,7 @@ def compact_dag(plan: dict[str, Any]) -> dict[str, Any]:
 
 def workloads(tools: ToolRegistry) -> dict[str, tuple[str, dict[str, dict[str, Any]]]]:
     """Each workload's task and its plan, by format (the compact plan states no goal)."""
-    sales = json.loads((ROOT / "src/planexec/demo/sales_plan.json").read_text())
+    sales = json.loads((DEMO / "sales_plan.json").read_text())
     dag, _ = random_dag(30, seed=30)
     return {
         "sales (6 steps)": (
@@ -137,7 +136,7 @@ def sales_workspace() -> None:
     """Put sales.csv in the run's workspace (the sales plan reads it)."""
     root = Sandbox.at().workspace_path(WORKSPACE, None)
     root.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "src/planexec/demo/sales.csv", root / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", root / "sales.csv")
 
 
 async def main() -> None:

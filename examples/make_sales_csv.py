@@ -1,6 +1,6 @@
 """Regenerate the demo data: a year of sales with a trend, a December spike, nulls, duplicates.
 
-It writes src/planexec/demo/sales.csv; examples/sales.csv links to it.
+It writes src/planexec/demo/sales.csv, the one copy (``planexec demo`` and the tests read it).
 """
 
 from pathlib import Path

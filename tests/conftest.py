@@ -27,7 +27,7 @@ from planexec.context import Context  # noqa: E402
 from planexec.llm import models  # noqa: E402
 from planexec.llm.scripted import ScriptedChatModel  # noqa: E402
 from planexec.tools.sandbox import Sandbox  # noqa: E402
-from tests.helpers import EXAMPLES  # noqa: E402
+from tests.helpers import DEMO  # noqa: E402
 
 WORKSPACE_NAME = "ws"
 
@@ -54,7 +54,7 @@ def workspace(workspace_root: Path) -> Path:
     """The shared folder named ``ws`` (what ``ctx()`` names), with sales.csv."""
     root = Sandbox.at(workspace_root).workspace_path(WORKSPACE_NAME, None)
     root.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "sales.csv", root / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", root / "sales.csv")
     return root
 
 

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,8 @@ from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
+DEMO = Path(str(resources.files("planexec") / "demo"))
+"""The demo data and recorded plan ``planexec demo`` runs: their one copy, in the package."""
 
 
 def plan_reply(plan: dict[str, Any], match: str | None = None) -> ScriptedReply:
@@ -67,7 +70,7 @@ def plan_of(*steps: dict[str, Any], goal: str = "test goal") -> dict[str, Any]:
 
 
 def sales_plan() -> dict[str, Any]:
-    """The recorded sales-analysis plan of the examples, written out in the full format.
+    """The recorded sales-analysis plan of ``planexec demo``, written out in the full format.
 
     The file is in the compact format a planner writes; this is the plan as state keeps it
     (what a reviewer edits).
@@ -75,7 +78,7 @@ def sales_plan() -> dict[str, Any]:
     from planexec.plan import to_doc, validate_plan
     from planexec.tools import default_registry
 
-    compact = json.loads((EXAMPLES / "sales_plan.json").read_text())
+    compact = json.loads((DEMO / "sales_plan.json").read_text())
     doc = to_doc(validate_plan(compact, default_registry(), max_steps=50), version=1)
     return {"goal": doc["goal"], "steps": doc["steps"]}
 
@@ -165,9 +168,10 @@ def scenario_outcome(plan: dict[str, Any], tools: Any, mode: str) -> dict[str, A
     return {"outcome": "ended", "steps": steps}
 
 
-def steps_threads() -> list[threading.Thread]:
-    """The live threads of sync rounds' event loops (``planexec-steps``)."""
-    return [t for t in threading.enumerate() if t.name == "planexec-steps" and t.is_alive()]
+def loop_threads() -> list[threading.Thread]:
+    """The live threads of planexec's event loops: one per process (``planexec``), no more."""
+    names = ("planexec", "planexec-steps", "planexec-models", "planexec-mcp")
+    return [t for t in threading.enumerate() if t.name in names and t.is_alive()]
 
 
 calls: dict[str, int] = {}

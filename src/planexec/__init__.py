@@ -2,20 +2,13 @@
 
 Names load on first use (PEP 562), so ``import planexec`` and ``planexec --help`` are fast:
 building the graph loads LangGraph, LangChain and pandas only when something needs them.
-``__all__`` is the public API; everything else is reachable but internal. Modules that moved
-into packages keep their old import paths for one release (:data:`MOVED`), with a warning.
+``__all__`` is the public API; everything else is reachable but internal.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
-import sys
-import warnings
 from importlib import import_module
-from importlib.machinery import ModuleSpec
 from importlib.metadata import PackageNotFoundError, version
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -111,69 +104,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     """List the public names (loaded or not)."""
     return sorted(set(globals()) | set(_WHERE))
-
-
-MOVED = {
-    f"planexec.{old}": f"planexec.{new}"
-    for old, new in {
-        "abandoned": "runtime.abandoned",
-        "budget": "guarantees.budget",
-        "conversation": "nodes.conversation",
-        "judging": "drafting.judging",
-        "modelcalls": "llm.calls",
-        "models": "llm.models",
-        "offloop": "runtime.offloop",
-        "outputs": "storage.outputs",
-        "persistence": "storage.persistence",
-        "plan_checks": "plan.checks",
-        "plan_format": "plan.compact",
-        "plandoc": "plan.doc",
-        "planpreview": "drafting.preview",
-        "prompts": "llm.prompts",
-        "quiet": "guarantees.quiet",
-        "records": "plan.records",
-        "references": "plan.references",
-        "replystream": "llm.replystream",
-        "revising": "drafting.revising",
-        "routing": "nodes.routing",
-        "sandbox": "tools.sandbox",
-        "scripted": "llm.scripted",
-        "scrubbed": "llm.scrubbed",
-        "scrubbed_io": "guarantees.scrubbed_io",
-        "secrets": "guarantees.secrets",
-        "steptools": "execution.steptools",
-        "storable": "guarantees.storable",
-        "store_guard": "storage.store_guard",
-        "stores": "storage.stores",
-        "thread_lock": "guarantees.thread_lock",
-        "toolcalls": "runtime.toolcalls",
-        "usage": "llm.usage",
-        "workers": "runtime.workers",
-    }.items()
-}
-"""Old module paths (before the packages) and where each module lives now: one release more."""
-
-
-class _Moved(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Import a moved module by its old path: the same module object, with a warning."""
-
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
-        """Answer for the old paths only."""
-        return importlib.util.spec_from_loader(name, self) if name in MOVED else None
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType:
-        """Return the module at its new path (one object: patching either patches both)."""
-        warnings.warn(
-            f"{spec.name} moved to {MOVED[spec.name]}; the old path goes in the next release",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        module = import_module(MOVED[spec.name])
-        sys.modules[spec.name] = module
-        return module
-
-    def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the module ran at its new path."""
-
-
-sys.meta_path.append(_Moved())

@@ -30,10 +30,11 @@ from langgraph.types import Command, StateUpdate
 from langgraph_sdk.runtime import ServerRuntime
 from pydantic import ValidationError
 
+from planexec.compat.langgraph import parent_task_id
 from planexec.context import Context, context_from_dict, context_of, run_context
 from planexec.errors import PlanexecError
 from planexec.guarantees.storable import text_size, unstorable_reason
-from planexec.guarantees.thread_lock import LANGGRAPH_TASK_ID_KEY, ahold, hold, target
+from planexec.guarantees.thread_lock import ahold, hold, target
 from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
@@ -297,7 +298,7 @@ def admit_context(
 def is_nested(config: RunnableConfig) -> bool:
     """Say whether a run is called from a parent graph's node or tool (its merged config)."""
     configurable = config.get("configurable") or {}
-    return bool(configurable.get("checkpoint_ns") and configurable.get(LANGGRAPH_TASK_ID_KEY))
+    return bool(configurable.get("checkpoint_ns") and parent_task_id(config))
 
 
 def _parent_context() -> object:
@@ -340,9 +341,7 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
         """Check the input, hold the thread, then stream the run (``invoke`` comes here)."""
-        merged = merge_configs(ensure_config(), self.config, config)
-        input = check_input(input, nested=is_nested(merged))
-        kwargs = admit_context(self.sandbox, merged, kwargs)
+        input, kwargs = self._admitted(input, config, kwargs)
         with hold(self, config):
             check_resumable(self, input, config)
             yield from super().stream(input, config, **kwargs)
@@ -351,13 +350,19 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """Check the input, hold the thread, then stream the run (``ainvoke``, the server)."""
-        merged = merge_configs(ensure_config(), self.config, config)
-        input = check_input(input, nested=is_nested(merged))
-        kwargs = admit_context(self.sandbox, merged, kwargs)
+        input, kwargs = self._admitted(input, config, kwargs)
         async with ahold(self, config):
             await acheck_resumable(self, input, config)
             async for part in super().astream(input, config, **kwargs):
                 yield part
+
+    def _admitted(
+        self, input: Any, config: RunnableConfig | None, kwargs: dict[str, Any]
+    ) -> tuple[Any, dict[str, Any]]:
+        """Return a run's input and arguments once both are admitted, or refuse them."""
+        merged = merge_configs(ensure_config(), self.config, config)
+        input = check_input(input, nested=is_nested(merged))
+        return input, admit_context(self.sandbox, merged, kwargs)
 
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]

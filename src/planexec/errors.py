@@ -6,25 +6,53 @@ error occurred".
 
 A transient error (:func:`is_transient`) may pass if the same call is made again a little later:
 a tool's :class:`TransientToolError`, a timeout, a dropped connection, and from an HTTP client
-(openai, httpx, requests) a connection failure, a timeout, or the HTTP statuses the OpenAI client
-itself treats as retryable (408, 409, 429 and 5xx). Anything else (a bad request, a refused key,
-a tool's :class:`ToolError`, a bug) fails the same way every time and is not retried.
+(openai, anthropic, httpx, requests and alike) a connection failure, a timeout, an HTTP status
+worth asking again (:data:`RETRYABLE_STATUS` and 5xx, as the OpenAI client's own rule), or an
+error sent inside a 200 reply whose words say it may pass (:data:`TRANSIENT_WORDS`). An error
+whose provider code says no retry can pass (:data:`CANNOT_PASS`: a spent quota, a prompt past
+the context length, a refused key) is not transient, whatever its status. Anything else (a bad
+request, a tool's :class:`ToolError`, a bug) fails the same way every time.
 
-Two layers retry, each with this definition and each bounded:
+One layer asks each kind of call again, with this definition, bounded:
 
-* a model node (planner, evaluator, replanner) by LangGraph's ``RetryPolicy``
-  (``planexec.graph.MODEL_RETRY``); the OpenAI client itself does not retry
-  (``max_retries=0``), so one model call makes at most ``MODEL_RETRY.max_attempts`` requests;
-* a step (a tool call, or a tool-less step's model conversation) by the executor, at most
-  ``Context.step_max_attempts`` times.
+* a **model request** that failed before any of its reply came, by the model layer
+  (:mod:`planexec.llm.calls`): at most ``MAX_TRIES`` (3) requests a call, after the provider's
+  ``Retry-After`` (or a short backoff), never past the call's deadline. The provider's client
+  itself does not retry (``max_retries=0``), and the error that leaves the model layer is never
+  transient, so no node or step asks the same request again. A reply that broke off after part
+  of it was shown (:func:`broke_off`) is not asked again by the model layer: whoever watched it
+  may start a new conversation (the planner and replanner draft anew, at most twice more:
+  ``planexec.graph.MODEL_RETRY``, or ``planexec.execution.streaming.REDRAFTS`` once steps of
+  the streaming plan have started);
+* a **tool call** by its step (:mod:`planexec.execution.retries`): at most
+  ``Context.step_max_attempts`` attempts for a transient error, or ``1 + N`` for any error with
+  the step's ``on_failure: {"retry": N}``, whichever is more.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 """HTTP statuses below 500 worth trying again (as the OpenAI client's own retry rule)."""
+
+CANNOT_PASS = frozenset(
+    {
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+        "billing_not_active",
+        "context_length_exceeded",
+        "string_above_max_length",
+        "invalid_api_key",
+        "model_not_found",
+        "content_policy_violation",
+    }
+)
+"""Provider error codes (or types) that no retry can pass, whatever their HTTP status."""
+
+TRANSIENT_WORDS = ("server", "overload", "rate", "timeout", "unavailable")
+"""Words of an error sent inside a 200 reply (no status to go by) that may pass if asked again."""
 
 
 class PlanexecError(ValueError):
@@ -61,9 +89,9 @@ class PlanNotApprovedError(PlanexecError):
 class ModelCallError(PlanexecError):
     """A model call failed; the message says how, in the provider's words where it gave some.
 
-    ``transient`` says whether the same call may pass if made again: the model layer
-    (:mod:`planexec.llm.calls`) has already retried what it could within the call's deadline,
-    so only a call cut off after part of its reply was shown to a watcher is transient.
+    ``transient`` says whether a new call may pass: the model layer (:mod:`planexec.llm.calls`)
+    has already asked again what it could within the call's deadline, so only a reply that
+    broke off after part of it was shown to a watcher is transient (:func:`broke_off`).
     """
 
     def __init__(self, message: str, *, transient: bool = False) -> None:
@@ -97,31 +125,75 @@ class IncompleteReplyError(ModelCallError):
 
 
 def is_transient(exc: BaseException) -> bool:
-    """Say whether ``exc`` may pass if the same call is made again later."""
+    """Say whether ``exc`` may pass if the same call is made again later (see the module).
+
+    The one classifier: the model layer (:mod:`planexec.llm.calls`) asks it whether to send a
+    failed request again, the step (:mod:`planexec.execution.retries`) whether to attempt a
+    failed tool call again.
+    """
     if isinstance(exc, ModelCallError):
         return exc.transient
     if isinstance(exc, TransientToolError | TimeoutError | ConnectionError):
         return True
-    # HTTP clients tools and models use; a library that is not imported raised nothing
-    openai, httpx, requests = (sys.modules.get(n) for n in ("openai", "httpx", "requests"))
-    if openai is not None:
-        if isinstance(exc, openai.APIConnectionError):  # includes APITimeoutError
-            return True
-        if isinstance(exc, openai.APIStatusError):
-            return _retryable_status(exc.status_code)
-    if httpx is not None:
-        if isinstance(exc, httpx.TransportError):  # connect/read timeouts, dropped connections
-            return True
-        if isinstance(exc, httpx.HTTPStatusError):
-            return _retryable_status(exc.response.status_code)
-    if requests is not None:
-        if isinstance(exc, requests.ConnectionError | requests.Timeout):
-            return True
-        if isinstance(exc, requests.HTTPError) and exc.response is not None:
-            return _retryable_status(exc.response.status_code)
+    fields = _error_fields(exc)
+    if {str(fields.get("code")), str(fields.get("type"))} & CANNOT_PASS:
+        return False
+    status = _status_of(exc)
+    if status is not None:
+        return status in RETRYABLE_STATUS or 500 <= status <= 599
+    if is_connection_failure(exc):
+        return True
+    if _named(exc, "APIError"):  # an error sent inside a 200 reply: its words tell
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):  # an error event in a stream: its code or type
+            words = f"{fields.get('code')} {fields.get('type')}"
+        else:  # {"error": "some text"}
+            words = str(body or exc)[:1000].lower()
+        return any(word in words for word in TRANSIENT_WORDS)
     return False
 
 
-def _retryable_status(status: object) -> bool:
-    code = status if isinstance(status, int) else 0
-    return code in RETRYABLE_STATUS or 500 <= code <= 599
+def broke_off(exc: BaseException) -> bool:
+    """Say whether a model call failed after part of its reply was shown, and may pass.
+
+    The model layer does not ask such a request again (its watcher has seen part of the
+    reply): whoever watched may start a new conversation.
+    """
+    return isinstance(exc, ModelCallError) and exc.transient
+
+
+def _status_of(exc: BaseException) -> int | None:
+    """Return the HTTP status of an HTTP client's error that carries its response, if any."""
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    status = getattr(exc, "status_code", None) or getattr(response, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _error_fields(exc: BaseException) -> dict[str, Any]:
+    """Return the fields of a provider's error body (``{"error": {...}}`` or ``{...}``)."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        body = body["error"]
+    return body if isinstance(body, dict) else {}
+
+
+def _named(exc: BaseException, *names: str) -> bool:
+    return any(kind.__name__ in names for kind in type(exc).__mro__)
+
+
+def is_connection_failure(exc: BaseException) -> bool:
+    """Say whether an HTTP client failed to connect, lost its connection or timed out.
+
+    openai's and anthropic's errors (and LangChain's subclasses of them), httpx's, requests'.
+    A library that is not imported raised nothing.
+    """
+    if _named(exc, "APIConnectionError", "APITimeoutError"):
+        return True
+    for name in ("httpx", "httpx2"):
+        module = sys.modules.get(name)
+        if module is not None and isinstance(exc, module.TransportError):
+            return True
+    requests = sys.modules.get("requests")
+    return requests is not None and isinstance(exc, requests.ConnectionError | requests.Timeout)

@@ -7,8 +7,9 @@ names) is :data:`planexec.served.graph`: importing this module builds and starts
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from functools import partial
 from typing import Any, Literal, cast, get_args
 
@@ -21,7 +22,7 @@ from langgraph.types import RetryPolicy
 
 from planexec.admission import PlanexecGraph, admit
 from planexec.context import ApprovalPolicy, Context
-from planexec.errors import ConfigurationError, is_transient
+from planexec.errors import ConfigurationError, broke_off
 from planexec.llm.models import ChatModels
 from planexec.nodes import approval as approval_node
 from planexec.nodes import (
@@ -37,6 +38,7 @@ from planexec.nodes import (
 )
 from planexec.review.authority import rules_from
 from planexec.review.notify import ApprovalHook, notifier_from
+from planexec.runtime import background
 from planexec.state import EmbeddedOutput, InputState, OutputState, State
 from planexec.tools import ToolRegistry, ToolsLike, default_registry
 from planexec.tools.sandbox import Sandbox, SandboxError
@@ -48,19 +50,42 @@ RUN_DEFAULTS: RunnableConfig = {"max_concurrency": 1024, "recursion_limit": 200}
 
 POLICIES: tuple[str, ...] = get_args(ApprovalPolicy)
 
-MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=is_transient)
-"""The one retry layer of model nodes: 3 attempts (the OpenAI client itself does not retry)."""
+MODEL_RETRY = RetryPolicy(max_attempts=3, initial_interval=1.0, retry_on=broke_off)
+"""The planner's and replanner's new conversation after a reply broke off, twice at most.
+
+Not a retry of a model request: the model layer (:mod:`planexec.llm.calls`) is the one layer
+that asks a failed request again, and what it gives up on is never transient. A reply that broke
+off after part of it was shown (:func:`planexec.errors.broke_off`) cannot be asked again there:
+its preview has seen part of a plan, so the node drafts anew (once steps have started, the
+streaming round does, :data:`planexec.execution.streaming.REDRAFTS`). The evaluator's judge is
+never streamed, so it has no such layer."""
 
 
-def sync_and_async(
-    func: Callable[..., Any], afunc: Callable[..., Awaitable[Any]], **bound: Any
+def one_node(
+    node: Callable[..., Coroutine[Any, Any, Any]], **bound: Any
 ) -> RunnableLambda[Any, Any]:
-    """Make a node that runs ``func`` on sync runs and ``afunc`` on async ones (``ainvoke``).
+    """Make a graph node of a coroutine function, written once, for sync and async runs alike.
 
-    A sync-only node would hold a thread of the event loop's pool for the whole of its model
-    calls on an async run (the LangGraph server), capping concurrent runs at that pool's size.
+    An async run (``ainvoke``, the LangGraph server) awaits it on its own loop. A sync run
+    (``invoke``, ``stream``) hands it to planexec's background loop and waits on LangGraph's
+    worker thread (:func:`planexec.runtime.background.run_blocking`: LangGraph's config, stream
+    writer and runtime go with it), telling it ``sync_run=True`` if it takes that argument (it
+    then calls the sync step task and a sync saver's sync API). ``bound`` is given to every call.
     """
-    return RunnableLambda(partial(func, **bound), afunc=partial(afunc, **bound), name=func.__name__)
+    takes = inspect.signature(node).parameters
+    on_sync = {**bound, "sync_run": True} if "sync_run" in takes else bound
+
+    async def arun(state: Any, config: RunnableConfig) -> Any:
+        return (
+            await node(state, config, **bound) if "config" in takes else await node(state, **bound)
+        )
+
+    def run(state: Any, config: RunnableConfig) -> Any:
+        if "config" in takes:
+            return background.run_blocking(lambda: node(state, config, **on_sync))
+        return background.run_blocking(lambda: node(state, **on_sync))
+
+    return RunnableLambda(run, afunc=arun, name=node.__name__)
 
 
 def _output_schema(output: str) -> type[OutputState]:
@@ -144,9 +169,8 @@ def build_graph(
         )
     builder.add_node(
         "planner",
-        sync_and_async(
+        one_node(
             planner.plan,
-            planner.aplan,
             tools=registry,
             sandbox=box,
             chat_models=chat,
@@ -166,22 +190,16 @@ def build_graph(
     )
     builder.add_node(
         "executor",
-        sync_and_async(
-            executor.execute, executor.aexecute, tools=registry, sandbox=box, chat_models=chat
-        ),
+        one_node(executor.execute, tools=registry, sandbox=box, chat_models=chat),
     )
     builder.add_node(
         "evaluator",
-        sync_and_async(
-            evaluator.evaluate, evaluator.aevaluate, sandbox=box, tools=registry, chat_models=chat
-        ),
-        retry_policy=MODEL_RETRY,
+        one_node(evaluator.evaluate, sandbox=box, tools=registry, chat_models=chat),
     )
     builder.add_node(
         "replanner",
-        sync_and_async(
+        one_node(
             replanner.replan,
-            replanner.areplan,
             tools=registry,
             sandbox=box,
             chat_models=chat,

@@ -1,8 +1,9 @@
-"""The planner, replanner and judge call their models with ``ainvoke`` on async runs.
+"""The planner, replanner and judge call their models with ``ainvoke``, on every run.
 
 On a LangGraph server every run is async: a sync model node would hold a thread of the event
 loop's default pool (min(32, cpus + 4) threads) for the whole model call, so concurrent runs
-would queue behind that pool. Sync runs (``invoke``) still use the sync API: no event loop.
+would queue behind that pool. Each node is written once, as a coroutine: a sync run
+(``invoke``) runs it on planexec's background loop, so it calls its models the same way.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def graph_with(chat: dict[str, TwoFacedModel]) -> Any:
 CONTEXT = {"llm_judge": True, "max_replans": 1}
 
 
-def test_sync_runs_call_the_models_sync_api(tmp_path, monkeypatch):
+def test_sync_runs_call_the_models_as_async_runs_do(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     chat = models()
     graph = graph_with(chat)
@@ -132,8 +133,8 @@ def test_sync_runs_call_the_models_sync_api(tmp_path, monkeypatch):
     graph.invoke({"task": "t"}, config, context=CONTEXT)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=CONTEXT)
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert chat["planner"].calls == ["sync", "sync"]  # plan, then the revision
-    assert chat["evaluator"].calls and set(chat["evaluator"].calls) == {"sync"}
+    assert chat["planner"].calls == ["async", "async"]  # plan, then the revision
+    assert chat["evaluator"].calls and set(chat["evaluator"].calls) == {"async"}
 
 
 def test_async_runs_call_the_models_async_api(tmp_path, monkeypatch):

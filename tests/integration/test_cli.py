@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from planexec.cli import app
 from planexec.llm.models import MISSING_KEY
 from planexec.tools.sandbox import Sandbox
-from tests.helpers import EXAMPLES, plan_of, sales_plan, step
+from tests.helpers import DEMO, plan_of, sales_plan, step
 
 runner = CliRunner()
 
@@ -45,7 +45,7 @@ def test_demo_report_matches_pandas(env):
     report = (env / "demo" / "output" / "report.md").read_text()
     assert (env / "demo" / "output" / "revenue_trend.png").read_bytes()[:4] == b"\x89PNG"
 
-    raw = pd.read_csv(EXAMPLES / "sales.csv")
+    raw = pd.read_csv(DEMO / "sales.csv")
     clean = raw.drop_duplicates(subset=["transaction_id"]).dropna(subset=["date", "revenue"])
     monthly = clean.groupby(pd.to_datetime(clean["date"]).dt.to_period("M"))["revenue"].sum()
     assert f"| total | {clean['revenue'].sum():,.2f} |" in report
@@ -88,7 +88,7 @@ def test_run_task_with_data_and_yes(env):
         "run",
         "Analyze sales.csv",
         "--data",
-        str(EXAMPLES / "sales.csv"),
+        str(DEMO / "sales.csv"),
         "--yes",
         "--planner-model",
         planner,

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planexec.cli import app
-from tests.helpers import EXAMPLES, plan_of, step
+from tests.helpers import DEMO, plan_of, step
 from tests.mcp_servers.running import stdio_entry
 from tests.openai_server import Behaviour, serve
 
@@ -590,7 +590,7 @@ def test_a_failed_step_that_asks_is_not_replanned_with_no_model(env, answer):
 
 
 def test_a_step_reading_a_file_left_in_the_cwd_is_told_to_use_data(env):
-    shutil.copy(EXAMPLES / "sales.csv", env / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", env / "sales.csv")
     planner = env / "planner.json"
     plan = plan_of(step(1, "load_csv", {"path": "sales.csv"}))
     planner.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": plan}]}]))

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import planexec
 from planexec.cli import app
 from planexec.tools.sandbox import Sandbox
-from tests.helpers import EXAMPLES, ROOT, plan_of, step
+from tests.helpers import DEMO, ROOT, plan_of, step
 
 runner = CliRunner()
 
@@ -59,7 +59,7 @@ def test_license_and_gitignore():
 
 
 def test_a_plan_reading_a_file_the_workspace_lacks_says_which_and_how_to_copy_it(env):
-    shutil.copy(EXAMPLES / "sales_plan.json", env / "sales_plan.json")
+    shutil.copy(DEMO / "sales_plan.json", env / "sales_plan.json")
     result = invoke("run", "--plan", "sales_plan.json", "--yes")
     assert result.exit_code == 2, result.output
     assert "sales.csv (step 1)" in result.output and "--data sales.csv" in result.output
@@ -125,8 +125,8 @@ def test_the_offline_demo_says_revising_needs_a_model_before_asking(env):
 
 
 def test_a_narrow_terminal_shows_each_step_as_a_block_not_a_crushed_table(env):
-    shutil.copy(EXAMPLES / "sales.csv", env / "sales.csv")
-    result = invoke("run", "--plan", str(EXAMPLES / "sales_plan.json"), "--data", "sales.csv",
+    shutil.copy(DEMO / "sales.csv", env / "sales.csv")
+    result = invoke("run", "--plan", str(DEMO / "sales_plan.json"), "--data", "sales.csv",
                     "--workspace", "ws", "--yes", COLUMNS="40")  # fmt: skip
     assert result.exit_code == 0, result.output
     shown = result.output[: result.output.index("approved (--yes)")]

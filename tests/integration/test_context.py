@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import Context, build_graph
-from planexec.context import InvalidContextError
+from planexec.context import DEFAULT_TIMEOUTS, InvalidContextError, run_context
 from planexec.errors import ConfigurationError, PlanexecError
 from planexec.execution.retries import MAX_RETRY_INTERVAL, retry_delay
 from planexec.tools import ToolRegistry
@@ -112,8 +112,27 @@ def test_retry_delays_are_capped_and_never_overflow(ctx):
     assert [retry_delay(normal, a) for a in (1, 2, 3)] == [0.5, 1.0, 2.0]
 
 
-def test_the_defaults_are_valid():
-    Context()
+def test_the_defaults_studio_shows_sent_back_unchanged_keep_the_operators_defaults(
+    use_models, monkeypatch
+):
+    """Studio's form starts at the context schema's defaults, the built-in ones. Sent back as
+    they are, they are valid and the operator's environment defaults still apply: the run gets
+    the settings of ``Context()``."""
+    for role in ("planner", "executor", "evaluator"):
+        monkeypatch.setenv(f"PLANEXEC_{role.upper()}_MODEL", f"test:{role}")
+    monkeypatch.setenv("PLANEXEC_MODEL_IDLE_TIMEOUT", "7")
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    schema = graph.get_context_jsonschema()
+    assert schema is not None
+    form = {name: field["default"] for name, field in schema["properties"].items()}
+    assert form["planner_model"] == "openai:gpt-4.1"
+    assert form["planner_timeouts"]["idle"] == DEFAULT_TIMEOUTS["idle"] != 7
+    settings = run_context(form)
+    assert settings == Context()
+    assert settings.planner_model == "test:planner" and settings.planner_timeouts["idle"] == 7
+    use_models(planner=scripted(plan_reply(GOOD)))  # only test:planner has a model
+    out = graph.invoke({"task": "t"}, thread(), context=form)
+    assert out["__interrupt__"][0].value["plan"]["steps"][0]["tool"] == "echo"
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import build_graph
-from tests.helpers import EXAMPLES, plan_reply, sales_plan, scripted, thread
+from tests.helpers import DEMO, plan_reply, sales_plan, scripted, thread
 
 
 def european(frame: pd.DataFrame) -> pd.DataFrame:
@@ -22,7 +22,7 @@ def european(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_the_sales_plan_reads_a_european_export_right(use_models, ctx, workspace):
-    raw = pd.read_csv(EXAMPLES / "sales.csv")
+    raw = pd.read_csv(DEMO / "sales.csv")
     european(raw).to_csv(workspace / "sales.csv", sep=";", index=False, encoding="cp1252")
     use_models(planner=scripted(plan_reply(sales_plan())))
     graph = build_graph(checkpointer=InMemorySaver())

@@ -2,10 +2,10 @@
 
 Each page is one test: its blocks run in order in one namespace, like a notebook's cells, in a
 fresh working folder holding what the docs assume is there (``sales.csv`` and
-``my-data/sales.csv`` from ``examples/``, an ``mcp.json`` of the test notes server). Models are
-the real OpenAI client pointed at the local OpenAI-compatible test server
+``my-data/sales.csv``: the data of ``planexec demo``; an ``mcp.json`` of the test notes
+server). Models are the real OpenAI client pointed at the local OpenAI-compatible test server
 (``OPENAI_BASE_URL``), which answers from canned replies (:class:`tests.openai_server.Canned`):
-the sales plan of ``examples/sales_plan.json`` and the replies of
+the demo's recorded sales plan (``src/planexec/demo/sales_plan.json``) and the replies of
 ``examples/your_tools_replies.json``; the local endpoint the docs show
 (``http://localhost:11434/v1``) is that server too. No network, no key.
 
@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 from markdown_it import MarkdownIt
 
-from tests.helpers import EXAMPLES, ROOT
+from tests.helpers import DEMO, EXAMPLES, ROOT
 from tests.openai_server import Canned, serve
 
 DOCS = ROOT / "docs"
@@ -105,8 +105,8 @@ RUN_PAGES = [p for p in PAGES if python_blocks(p)]
 
 
 def canned_replies() -> list[dict[str, Any]]:
-    """The replies the docs' models get: the example sales plan, the your-tools replies."""
-    sales = json.loads((EXAMPLES / "sales_plan.json").read_text(encoding="utf-8"))
+    """The replies the docs' models get: the demo's sales plan, the your-tools replies."""
+    sales = json.loads((DEMO / "sales_plan.json").read_text(encoding="utf-8"))
     own = json.loads((EXAMPLES / "your_tools_replies.json").read_text(encoding="utf-8"))
     plan = {"match": r"Task: Analyze sales\.csv", "tool_calls": [{"name": "Plan", "args": sales}]}
     return [plan, *(own["replies"] if isinstance(own, dict) else own)]
@@ -117,8 +117,8 @@ def page_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh working folder with the files the docs assume are in the current folder."""
     folder = tmp_path / "page"
     (folder / "my-data").mkdir(parents=True)
-    shutil.copy(EXAMPLES / "sales.csv", folder / "sales.csv")
-    shutil.copy(EXAMPLES / "sales.csv", folder / "my-data" / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", folder / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", folder / "my-data" / "sales.csv")
     notes = {"command": sys.executable, "args": ["-m", "tests.mcp_servers.notes"], "cwd": str(ROOT)}
     (folder / "mcp.json").write_text(json.dumps({"mcpServers": {"notes": notes}}))
     monkeypatch.chdir(folder)

@@ -18,7 +18,7 @@ from planexec.execution.retries import retryable
 from planexec.runtime.toolcalls import StepTimeout
 from planexec.tools import ToolRegistry
 from planexec.tools.mcp import McpServers, load_mcp_config
-from tests.helpers import plan_of, plan_reply, scripted, step, thread
+from tests.helpers import plan_of, plan_reply, scripted, step, thread, wait_until
 from tests.mcp_servers.running import children, http_server, stdio_entry
 from tests.servers import free_port
 
@@ -150,12 +150,18 @@ def test_an_override_of_a_tool_the_server_lacks_is_refused(config):
     data = json.loads(json.dumps(config))
     data["mcpServers"] = {"notes": data["mcpServers"]["notes"]}
     data["mcpServers"]["notes"]["planexec"] = {"tools": {"drop_table": {"read_only": True}}}
+    before = set(children(holding="tests.mcp_servers.notes"))  # the module's server, if open
     with (
         McpServers(load_mcp_config(data)) as servers,
         pytest.raises(ConfigurationError, match="drop_table"),
     ):
         servers.tools()
-    assert not children(holding="tests.mcp_servers.notes") or True  # closed below by __exit__
+
+    def left() -> set[int]:
+        return set(children(holding="tests.mcp_servers.notes")) - before
+
+    # the server started to list its tools ends with the servers, the refusal notwithstanding
+    assert wait_until(lambda: not left(), 10), left()
 
 
 def test_secrets_of_the_config_are_scrubbed_from_the_run(registry, use_models, ctx):

@@ -14,7 +14,7 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.memory import NAMESPACE, PlanMemory
-from tests.helpers import EXAMPLES, plan_of, plan_reply, sales_plan, scripted, step, thread
+from tests.helpers import DEMO, plan_of, plan_reply, sales_plan, scripted, step, thread
 
 TASK = "Analyze sales.csv and chart revenue by month"
 
@@ -25,7 +25,7 @@ def sales_for(plan: dict, file: str, column: str) -> dict:
 
 
 def first_run(use_models, ctx, workspace, store, planner=None):
-    shutil.copy(EXAMPLES / "sales.csv", workspace / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", workspace / "sales.csv")
     planner = planner or scripted(plan_reply(sales_plan()))
     use_models(planner=planner, executor=scripted())
     graph = build_graph(checkpointer=InMemorySaver(), store=store)
@@ -49,7 +49,7 @@ def test_a_task_of_the_same_shape_reuses_the_plan_with_no_model_call(
     assert "{{p0}}" in raw and "sales.csv" not in json.dumps(template["plan"])
 
     (workspace / "q3.csv").write_text(
-        (EXAMPLES / "sales.csv").read_text().replace("revenue", "income", 1)
+        (DEMO / "sales.csv").read_text().replace("revenue", "income", 1)
     )
     planner = scripted()  # no reply: a planner call would fail the test
     use_models(planner=planner, executor=scripted())
@@ -134,7 +134,7 @@ def test_a_miss_or_an_invalid_adaptation_falls_back_to_the_planner(use_models, c
 
 def test_memory_off_neither_reads_nor_writes(use_models, ctx, workspace):
     store = InMemoryStore()
-    shutil.copy(EXAMPLES / "sales.csv", workspace / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", workspace / "sales.csv")
     use_models(planner=scripted(plan_reply(sales_plan())), executor=scripted())
     graph = build_graph(checkpointer=InMemorySaver(), store=store)
     config = thread()
@@ -195,7 +195,7 @@ def test_the_cli_reuses_plans_and_lists_shows_and_deletes_them(tmp_path, monkeyp
     (tmp_path / "planner.json").write_text(
         json.dumps([{"tool_calls": [{"name": "Plan", "args": sales_plan()}]}])
     )
-    shutil.copy(EXAMPLES / "sales.csv", tmp_path / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", tmp_path / "sales.csv")
     common = ["--db", "runs.sqlite"]
     first = CliRunner().invoke(
         app,
@@ -237,7 +237,7 @@ def test_the_cli_turns_memory_off(tmp_path, monkeypatch):
     (tmp_path / "planner.json").write_text(
         json.dumps([{"tool_calls": [{"name": "Plan", "args": sales_plan()}]}] * 2)
     )
-    shutil.copy(EXAMPLES / "sales.csv", tmp_path / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", tmp_path / "sales.csv")
     common = ["--db", "runs.sqlite", "--planner-model", f"scripted:{tmp_path / 'planner.json'}"]
     for ws in ("ws", "ws2"):
         done = CliRunner().invoke(

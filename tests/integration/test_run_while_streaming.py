@@ -7,6 +7,7 @@ asks a human, nothing runs before the approval. Every step runs once, resumed ru
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import threading
 import time
@@ -195,8 +196,7 @@ class AlwaysDropped(Streamed):
 def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_recorded(
     tmp_path, monkeypatch, asynchronous, error
 ):
-    monkeypatch.setattr("planexec.execution.streaming.time.sleep", lambda s: None)
-    monkeypatch.setattr("planexec.execution.streaming.asyncio.sleep", _no_wait)
+    monkeypatch.setattr("planexec.execution.streaming.REDRAFT_WAIT", 0.0)
     monkeypatch.chdir(tmp_path)
     planner = AlwaysDropped(replies=[plan_reply(PLAN, match=".")], stream_chunk_chars=8)
     planner.error = error
@@ -220,10 +220,6 @@ def test_a_model_that_keeps_failing_after_steps_started_ends_the_run_with_them_r
         "1": "succeeded",
         "2": "succeeded",
     }
-
-
-async def _no_wait(seconds: float) -> None:
-    return None
 
 
 class FailsBeforeAnyStep(Streamed):
@@ -261,7 +257,7 @@ def test_a_run_resumed_under_a_stricter_policy_before_any_step_started_asks_firs
 
 
 class KilledOnce(Streamed):
-    """The first time, the process "dies" (KeyboardInterrupt) once step 1 has run."""
+    """The first time, the user presses Ctrl-C (in the main thread) once step 1 has run."""
 
     _killed: list[bool] = PrivateAttr(default_factory=list)
 
@@ -271,7 +267,9 @@ class KilledOnce(Streamed):
             yield from chunks[: len(chunks) // 3]
             CALLED.wait(timeout=10)
             time.sleep(0.2)  # step 1's result is saved
-            raise KeyboardInterrupt
+            _thread.interrupt_main()  # KeyboardInterrupt where the caller waits, as Ctrl-C does
+            time.sleep(0.3)
+            raise RuntimeError("the rest of this reply never comes: the process has gone")
         yield from chunks
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from planexec import Context, RunError, Runs, default_registry, new_run
-from tests.helpers import EXAMPLES, echo, plan_of, sales_plan, step
+from tests.helpers import DEMO, echo, plan_of, sales_plan, step
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def planned(env) -> Context:
 def test_the_readme_example_stops_at_approval_then_resumes(env):
     with Runs.open(str(env / "runs.sqlite")) as runs:
         request = new_run(
-            "Analyze sales.csv", workspace="ws", data=[EXAMPLES / "sales.csv"], context=planned(env)
+            "Analyze sales.csv", workspace="ws", data=[DEMO / "sales.csv"], context=planned(env)
         )
         result = runs.start(request)
         assert result.status == "unfinished" and result.request["plan"]["steps"]

@@ -12,7 +12,7 @@ from langgraph.pregel.remote import RemoteGraph
 from langgraph.types import Command
 from langgraph_sdk import get_client
 
-from tests.helpers import EXAMPLES, plan_of, sales_plan, step
+from tests.helpers import DEMO, plan_of, sales_plan, step
 from tests.servers import langgraph_dev
 
 pytestmark = pytest.mark.server
@@ -55,7 +55,7 @@ def run_context(tmp_path, server_root):
     name = f"sales-{uuid.uuid4().hex[:8]}"
     ws = server_root / "shared" / name
     ws.mkdir(parents=True)
-    shutil.copy(EXAMPLES / "sales.csv", ws / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", ws / "sales.csv")
     script = one_plan_script(tmp_path / "planner.json", sales_plan())
     return {"planner_model": script, "shared_folder": name}, ws
 
@@ -128,7 +128,7 @@ def test_remote_graph_runs_like_a_local_one(server, run_context, server_root):
     tid = str(uuid.uuid4())
     config = {"configurable": {"thread_id": tid}}
     (server_root / "threads" / tid).mkdir(parents=True)
-    shutil.copy(EXAMPLES / "sales.csv", server_root / "threads" / tid / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", server_root / "threads" / tid / "sales.csv")
     remote.invoke({"task": "Analyze sales.csv"}, config, context=context)
     state = remote.get_state(config)
     assert state.next == ("approval",)

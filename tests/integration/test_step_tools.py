@@ -19,6 +19,7 @@ from pydantic import Field
 
 from planexec import build_graph
 from planexec.guarantees.storable import unstorable_reason
+from planexec.llm.calls import MAX_TRIES
 from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.storage.persistence import postgres_saver, sqlite_saver
 from planexec.tools import ToolRegistry, default_registry
@@ -241,22 +242,26 @@ def test_a_listed_tool_missing_from_the_runtime_registry_fails_only_its_step(use
 
 
 class DropsOnce(RecordingModel):
-    """An obedient model whose second call fails like a dropped connection (transient)."""
+    """An obedient model whose second call fails like a dropped connection (transient), on
+    every request the model layer makes for it (it then gives up: the attempt fails)."""
 
     calls: list[int] = Field(default_factory=list, exclude=True)
 
     def _generate(self, *args: Any, **kwargs: Any) -> Any:
         self.calls.append(len(self.calls) + 1)
-        if len(self.calls) == 2:
+        if 2 <= len(self.calls) <= 1 + MAX_TRIES:
             raise ConnectionError("connection dropped")
         return super()._generate(*args, **kwargs)
 
 
 def test_refused_calls_are_kept_across_retries_and_on_a_failed_step(use_models, ctx, workspace):
-    """Attempt 1 ends with a dropped connection (a transient error, retried); attempt 2 runs
-    out of model turns. Both attempts' refusals stay on the failed step's record."""
+    """Attempt 1 ends with a dropped connection (the model layer asked again and gave up; the
+    step's ``on_failure: {"retry": 1}`` attempts it again); attempt 2 runs out of model turns.
+    Both attempts' refusals stay on the failed step's record."""
     sales = (workspace / "sales.csv").read_bytes()
-    plan = plan_of({**step(1, None, {}, expected="x"), "tools": ["sleep_for"]})
+    plan = plan_of(
+        {**step(1, None, {}, expected="x"), "tools": ["sleep_for"], "on_failure": {"retry": 1}}
+    )
     executor = DropsOnce(
         replies=[
             ScriptedReply(tool_calls=[WRITE_SALES]),

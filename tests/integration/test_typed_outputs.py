@@ -23,7 +23,7 @@ from typing_extensions import TypedDict
 from planexec import build_graph, default_registry
 from planexec.plan import PlanValidationError, validate_plan
 from planexec.tools import ToolRegistry
-from tests.helpers import EXAMPLES, plan_of, plan_reply, scripted, step, thread
+from tests.helpers import DEMO, plan_of, plan_reply, sales_plan, scripted, step, thread
 
 CALLED: list[str] = []
 
@@ -370,12 +370,13 @@ def test_a_correct_typed_plan_runs_unchanged(use_models, ctx):
 
 
 def test_plans_written_before_typed_outputs_still_load():
-    """The example plans (compact and full) validate against the built-in toolkit as before."""
+    """The shipped demo plan, compact and written out in full, validates as before."""
     tools = default_registry()
-    for path in sorted(EXAMPLES.glob("*plan*.json")):
-        data = json.loads(path.read_text())
-        if isinstance(data, dict) and "steps" in data:
-            validate_plan(data, tools, max_steps=50)
+    compact = json.loads((DEMO / "sales_plan.json").read_text())
+    full = sales_plan()
+    for plan in (compact, full):
+        assert len(plan["steps"]) == 6
+        assert len(validate_plan(plan, tools, max_steps=50).steps) == 6
 
 
 def cli_run(tmp_path, plan: dict[str, Any], answer: str) -> str:
@@ -386,7 +387,7 @@ def cli_run(tmp_path, plan: dict[str, Any], answer: str) -> str:
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan))
     (tmp_path / "ws").mkdir(exist_ok=True)
-    (tmp_path / "ws" / "sales.csv").write_text((EXAMPLES / "sales.csv").read_text())
+    (tmp_path / "ws" / "sales.csv").write_text((DEMO / "sales.csv").read_text())
     args = ["run", "--plan", str(plan_file), "--workspace", "ws", "--db", str(tmp_path / "r.db")]
     result = CliRunner().invoke(app, args, input=answer)
     return " ".join(result.output.split())

@@ -13,7 +13,7 @@ from langgraph.types import Command
 
 from planexec import Context, build_graph, default_registry
 from planexec.tools.sandbox import Sandbox, SandboxError
-from tests.helpers import EXAMPLES, plan_of, plan_reply, scripted, step
+from tests.helpers import DEMO, plan_of, plan_reply, scripted, step
 
 READ_SALES = plan_of(step(1, "read_file", {"path": "sales.csv", "max_chars": 200}))
 
@@ -22,7 +22,7 @@ def test_the_readme_program_reads_the_folder_it_names(use_models, tmp_path, monk
     """``build_graph(workspace="my-data")`` with ./my-data/sales.csv: the plan reads it."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my-data").mkdir()
-    shutil.copy(EXAMPLES / "sales.csv", tmp_path / "my-data" / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", tmp_path / "my-data" / "sales.csv")
     use_models(planner=scripted(plan_reply(READ_SALES)))
     graph = build_graph(checkpointer=InMemorySaver(), workspace="my-data")
     config = {"configurable": {"thread_id": "sales-1"}}
@@ -116,7 +116,7 @@ def test_runs_without_workspace_use_the_threads_own_folder(tmp_path, workspace_r
 
     plan = json.loads(write_note_plan(tmp_path / "plan.json").read_text())
     with Runs.open(str(tmp_path / "runs.db")) as runs:
-        request = new_run(plan=plan, thread_id="t-2", data=[EXAMPLES / "sales.csv"])
+        request = new_run(plan=plan, thread_id="t-2", data=[DEMO / "sales.csv"])
         result = runs.start(request, decide=lambda _: {"action": "approve"})
     folder = workspace_root / "threads" / "t-2"
     assert result.status == "succeeded" and result.workspace == str(folder)
@@ -134,7 +134,7 @@ def test_the_served_graph_works_in_the_folder_its_operator_names(tmp_path):
 
     data = tmp_path / "data"
     data.mkdir()
-    shutil.copy(EXAMPLES / "sales.csv", data / "sales.csv")
+    shutil.copy(DEMO / "sales.csv", data / "sales.csv")
     script = tmp_path / "planner.json"
     script.write_text(json.dumps([{"tool_calls": [{"name": "Plan", "args": READ_SALES}]}]))
     env = {"PLANEXEC_WORKSPACE": str(data), "PLANEXEC_APPROVAL": "never"}

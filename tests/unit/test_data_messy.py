@@ -309,6 +309,14 @@ def test_spaces_as_thousands_negatives_and_infinity(tmp_path):
         stats_of(tmp_path, "t.csv", group_by=None)
 
 
+@pytest.mark.parametrize("huge", ["1e400", "-1e400", "$1e400", "(1e400)", "1e400 €"])
+def test_an_overflowing_number_is_named_as_such_in_any_notation(tmp_path, huge):
+    """Read as text (a currency, or pandas 2's CSV reader) or as a float: the same message."""
+    write(tmp_path, "t.csv", ["date,revenue", f'2025-01-31,"{huge}"', '2025-02-01,"5"'])
+    with pytest.raises(ToolError, match=r"1 of 2 values are not finite numbers"):
+        stats_of(tmp_path, "t.csv", group_by=None)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from langchain_core.messages import AIMessage
 
@@ -53,7 +55,7 @@ def test_an_invalid_draft_is_repaired_and_every_call_is_counted():
     model = ScriptedChatModel(replies=[text_reply("no plan"), plan_reply(PLAN)])
     counter = UsageCounter("planner")
     conversation = drafting([], ToolRegistry([echo]), max_steps=5, max_repairs=2)
-    draft = draft_plan(model, conversation, config=counter.config())
+    draft = asyncio.run(draft_plan(model, conversation, config=counter.config()))
     assert draft.plan is not None and draft.errors == [] and draft.attempts == 2
     assert "neither a Plan tool call nor valid JSON" in model.prompts[1]
     assert counter.usage()["planner"]["calls"] == 2

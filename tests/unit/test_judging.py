@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from planexec.drafting.judging import NOT_UNDERSTOOD, judge
@@ -27,7 +29,7 @@ def test_verdicts_on_the_steps_shown_are_kept(wrapped):
     )
     scripted = ScriptedChatModel(replies=[reply])
     model = ScrubbedChatModel.around(scripted) if wrapped else scripted
-    judgement = judge(model, STEPS, OUTPUTS)
+    judgement = asyncio.run(judge(model, STEPS, OUTPUTS))
     assert judgement.note == ""
     assert {s: (v.ok, v.reason) for s, v in judgement.verdicts.items()} == {
         1: (True, ""),
@@ -47,6 +49,6 @@ def test_verdicts_on_the_steps_shown_are_kept(wrapped):
 def test_an_unreadable_reply_gives_no_verdicts_and_its_call_still_counts(reply):
     counter = UsageCounter("evaluator")
     model = ScrubbedChatModel.around(ScriptedChatModel(replies=[reply]))
-    judgement = judge(model, STEPS, OUTPUTS, counter.config())
+    judgement = asyncio.run(judge(model, STEPS, OUTPUTS, counter.config()))
     assert judgement.verdicts == {} and judgement.note == NOT_UNDERSTOOD
     assert counter.usage()["evaluator"]["calls"] == 1

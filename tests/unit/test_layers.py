@@ -53,23 +53,6 @@ def test_every_unit_has_its_layer():
     assert not missing, f"give these a layer in .importlinter: {missing}"
 
 
-def test_every_moved_module_keeps_its_old_path_for_one_release():
-    """The old import paths give the same module object, with a DeprecationWarning."""
-    import importlib
-    import sys
-    import warnings
-
-    from planexec import MOVED
-
-    for old, new in MOVED.items():
-        sys.modules.pop(old, None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            module = importlib.import_module(old)
-        assert module is importlib.import_module(new), old
-        assert any(f"{old} moved to {new}" in str(w.message) for w in caught), old
-
-
 def test_the_top_of_the_package_holds_what_a_user_imports_first():
     top = sorted(p.stem for p in (ROOT / "src" / "planexec").glob("*.py"))
     assert len(top) <= 8, top

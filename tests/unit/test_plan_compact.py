@@ -103,7 +103,7 @@ def test_bad_compact_steps_are_explained(steps, expected):
 
 
 def test_the_demo_plan_is_compact_and_stored_complete():
-    """The shipped demo plan (also examples/sales_plan.json) is compact; state gets it whole."""
+    """The shipped demo plan is compact; state gets it whole."""
     text = (resources.files("planexec") / "demo" / "sales_plan.json").read_text()
     assert '"id"' not in text and '"depends_on"' not in text
     steps = doc(json.loads(text), default_registry())["steps"]

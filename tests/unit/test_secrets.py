@@ -14,6 +14,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatResult
 
+from planexec.errors import ModelCallError
 from planexec.guarantees.scrubbed_io import ScrubbingStream
 from planexec.guarantees.secrets import (
     QUERY_PASSWORD,
@@ -107,9 +108,11 @@ def test_model_errors_keep_their_type_and_lose_the_key(key_in_env, monkeypatch):
     monkeypatch.setattr(models, "provider_model", lambda spec, *_: Failing())
     model = models.load_chat_model("any")
     assert isinstance(model, ScrubbedChatModel)
-    with pytest.raises(ConnectionError) as caught:  # still retried as a transient error
+    with pytest.raises(ModelCallError) as caught:  # retried by the model layer, then given up
         model.invoke([HumanMessage("hi")])
-    assert str(caught.value) == f"refused for {REDACTED}"
+    assert str(caught.value) == (
+        f"the model failed (ConnectionError): refused for {REDACTED} (after 3 tries)"
+    )
     assert KEY not in repr(model) and "Failing" in repr(model)
 
 

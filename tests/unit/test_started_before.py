@@ -17,7 +17,7 @@ from langgraph.func import task
 from langgraph.graph import StateGraph
 from typing_extensions import TypedDict
 
-from planexec.execution.streaming import astarted_before, started_before
+from planexec.execution.streaming import started_before
 
 
 class S(TypedDict, total=False):
@@ -35,10 +35,7 @@ def test_a_resumed_node_sees_the_results_of_its_earlier_attempts_tasks(asynchron
     fail = [True]
 
     def node(state: S, config: RunnableConfig) -> dict[str, Any]:
-        if asynchronous:
-            seen.append(asyncio.run(astarted_before(config)))
-        else:
-            seen.append(started_before(config))
+        seen.append(asyncio.run(started_before(config, sync_run=not asynchronous)))
         if fail[0]:
             for future in [a_step(i) for i in range(2)]:
                 future.result()

@@ -101,12 +101,6 @@ def test_a_lock_file_removed_by_its_holder_is_not_shared(tmp_path, monkeypatch):
     second.release()
 
 
-def test_the_nesting_marker_is_langgraphs_task_id_key():
-    from langgraph._internal._constants import CONFIG_KEY_TASK_ID
-
-    assert thread_lock.LANGGRAPH_TASK_ID_KEY == CONFIG_KEY_TASK_ID
-
-
 def test_a_checkpoint_namespace_alone_does_not_escape_the_lock():
     """LangGraph runs a root graph given a namespace on the thread's own state: still held."""
     graph = build_graph(checkpointer=InMemorySaver())

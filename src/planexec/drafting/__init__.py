@@ -117,8 +117,7 @@ def drafting(
 
     ``goal`` is the goal of a plan that states none (the model may leave it out).
 
-    The conversation makes no model call itself: :func:`draft_plan` (sync) and
-    :func:`adraft_plan` (async) make them, so both kinds of run share every rule.
+    The conversation makes no model call itself: :func:`draft_plan` makes them.
     """
     conversation = list(messages)
     draft = Draft(plan=None, errors=[])
@@ -149,7 +148,7 @@ def drafting(
     return draft
 
 
-def draft_plan(
+async def draft_plan(
     model: BaseChatModel,
     conversation: Drafting,
     config: RunnableConfig | None = None,
@@ -157,37 +156,12 @@ def draft_plan(
     by: str = "planner",
     on_step: StepsSeen | None = None,
 ) -> Draft:
-    """Hold a drafting conversation with ``model`` through its sync API.
+    """Hold a drafting conversation with ``model`` (through its async API, whoever runs it).
 
     ``config`` goes to every model call (e.g. a :class:`planexec.llm.usage.UsageCounter`'s). The
     steps stream as ``plan_step`` events while the model writes them (:class:`PlanPreview`);
     ``on_step`` sees each step of the first draft as it completes (not those of repairs).
     """
-    bound = model.bind_tools([CompactPlan], tool_choice="Plan")
-    try:
-        messages = next(conversation)
-        for attempt in itertools.count(1):
-            reply: Reply
-            with PlanPreview(by, attempt, on_step if attempt == 1 else None):
-                try:
-                    reply = bound.invoke(messages, config)
-                except IncompleteReplyError as exc:  # a cut or refused reply: asked again
-                    reply = exc
-            messages = conversation.send(reply)
-    except StopIteration as done:
-        return cast(Draft, done.value)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-async def adraft_plan(
-    model: BaseChatModel,
-    conversation: Drafting,
-    config: RunnableConfig | None = None,
-    *,
-    by: str = "planner",
-    on_step: StepsSeen | None = None,
-) -> Draft:
-    """Hold a drafting conversation with ``model`` through its async API (``ainvoke``)."""
     bound = model.bind_tools([CompactPlan], tool_choice="Plan")
     try:
         messages = next(conversation)

@@ -126,28 +126,13 @@ def judgement_of(reply: Any, outputs: dict[int, Any]) -> Judgement:
     return Judgement(verdicts={v.step: v for v in parsed.verdicts if v.step in outputs})
 
 
-def judge(
+async def judge(
     model: BaseChatModel,
     steps: list[StepDoc],
     outputs: dict[int, Any],
     config: RunnableConfig | None = None,
 ) -> Judgement:
-    """Ask the judge, in one call (sync API), whether each output fits what its step expected."""
-    structured = model.with_structured_output(Verdicts, include_raw=True)
-    try:
-        reply = structured.invoke(judge_messages(steps, outputs), config)
-    except IncompleteReplyError as exc:
-        return Judgement(verdicts={}, note=f"{exc}; results accepted on cheap checks")
-    return judgement_of(reply, outputs)
-
-
-async def ajudge(
-    model: BaseChatModel,
-    steps: list[StepDoc],
-    outputs: dict[int, Any],
-    config: RunnableConfig | None = None,
-) -> Judgement:
-    """Ask the judge, in one call (async API), whether each output fits what its step expected."""
+    """Ask the judge, in one call, whether each output fits what its step expected."""
     structured = model.with_structured_output(Verdicts, include_raw=True)
     try:
         reply = await structured.ainvoke(judge_messages(steps, outputs), config)

@@ -3,7 +3,7 @@
 A step's journey, one module each, top to bottom:
 
 * :mod:`~planexec.execution.round` what the steps of one executor run share, set by the node;
-* :mod:`~planexec.execution.scheduling` a step waits for its dependencies; sync runs' loop;
+* :mod:`~planexec.execution.scheduling` a step waits for its dependencies;
 * :mod:`~planexec.execution.tasks` the durable step task's body, and its futures in the node;
 * :mod:`~planexec.execution.step` one step: references, attempts, its outcome;
 * :mod:`~planexec.execution.retries` which failed attempts are tried again, and when;
@@ -19,12 +19,21 @@ Below it: :mod:`planexec.runtime.toolcalls` (calls off the loop, time limits),
 from planexec.execution.outcomes import StepOutcome, outcome, records_after, round_usage
 from planexec.execution.round import ExecutionRound, open_round, running
 from planexec.execution.scheduling import DependencyGate
-from planexec.execution.tasks import publisher, round_outcomes, run_step_async, run_step_blocking
+from planexec.execution.tasks import (
+    StepFuture,
+    all_ended,
+    publisher,
+    round_outcomes,
+    run_step_async,
+    run_step_blocking,
+)
 
 __all__ = [
     "DependencyGate",
     "ExecutionRound",
+    "StepFuture",
     "StepOutcome",
+    "all_ended",
     "open_round",
     "outcome",
     "publisher",

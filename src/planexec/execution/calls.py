@@ -15,7 +15,6 @@ from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
 from planexec.errors import ToolError, TransientToolError, is_transient
-from planexec.execution.round import round_secrets
 from planexec.guarantees.quiet import ToolRun, observed, quiet_config
 from planexec.guarantees.quiet import quiet as untraced
 from planexec.guarantees.secrets import redact
@@ -33,14 +32,15 @@ class TransientToolFailed(ToolFailed, TransientToolError):
     """A tool's failure that may pass on its own (it raised a transient error): retried."""
 
 
-async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
-    """Invoke a tool; return its result as JSON data with every secret replaced.
+async def call_tool(
+    tool_: BaseTool, args: dict[str, Any], config: RunnableConfig, secrets: list[str]
+) -> Any:
+    """Invoke a tool; return its result as JSON data with every ``secrets`` value replaced.
 
     A result that does not fit the tool's declared output schema fails the call
     (:func:`planexec.tools.returns.check_output`): no dependent ever sees it. ``config``
     names and tags the stand-in run; what the tool writes to the stream is scrubbed.
     """
-    secrets = round_secrets()
 
     async def work() -> Any:
         problem: tuple[str, bool] | None = None

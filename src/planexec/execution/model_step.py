@@ -84,7 +84,9 @@ async def _tool_result(
 ) -> str:
     """Run one tool call the model asked for; return its result or error as text for the model."""
     try:
-        result = await asyncio.wait_for(call_tool(tool_, args, config), round_.context.step_timeout)
+        result = await asyncio.wait_for(
+            call_tool(tool_, args, config, round_.secrets), round_.context.step_timeout
+        )
         return json.dumps(to_storable(result), ensure_ascii=False)[:20_000]
     except Exception as exc:  # reported back to the model
         return f"error: {describe_error(exc)}"

@@ -1,16 +1,29 @@
-"""Which failed attempts of a step are tried again, and after how long.
+"""The one retry layer of tool calls: which failed attempts of a step are tried again, and when.
 
-A transient error (:func:`planexec.errors.is_transient`) is retried, up to
-``Context.step_max_attempts`` attempts, after a capped exponential backoff. A timeout planexec
-imposes is not a transient error of the tool: it is retried only for a tool whose metadata
-says its timed-out calls are safe to retry (:data:`planexec.runtime.toolcalls.RETRY_ON_TIMEOUT`).
+A step's attempt fails with its tool's error (or, for a step without a tool, the error its model
+conversation ended with). It is attempted again:
+
+* for a transient error (:func:`planexec.errors.is_transient`, the one classifier), up to
+  ``Context.step_max_attempts`` attempts in all;
+* for any error, up to ``1 + N`` attempts with the step's ``on_failure: {"retry": N}``;
+
+whichever is more (``max(step_max_attempts, 1 + N)``), after a capped exponential backoff
+(:func:`retry_delay`). A timeout planexec imposes (:class:`~planexec.runtime.toolcalls.StepTimeout`)
+is not a transient error of the tool: it is tried again only for a tool whose metadata says its
+timed-out calls are safe to repeat (:data:`planexec.runtime.toolcalls.RETRY_ON_TIMEOUT`).
+
+A model request inside a step is not attempted again here for its own sake: the model layer
+(:mod:`planexec.llm.calls`) already asked it again as often as may help, and what it gives up
+on is not transient.
 """
 
 from __future__ import annotations
 
+from langchain_core.tools import BaseTool
+
 from planexec.context import Context
 from planexec.errors import is_transient
-from planexec.runtime.toolcalls import StepTimeout, retries_timeouts
+from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT, StepTimeout
 from planexec.state import StepDoc
 from planexec.tools.registry import ToolRegistry
 
@@ -33,6 +46,11 @@ def retryable(exc: Exception, step: StepDoc, tools: ToolRegistry) -> bool:
     if isinstance(exc, StepTimeout):  # a local timeout is retried only if the tool says so
         return step["tool"] is not None and retries_timeouts(tools.get(step["tool"]))
     return is_transient(exc)
+
+
+def retries_timeouts(tool_: BaseTool | None) -> bool:
+    """Say whether a tool declared its timed-out calls safe to retry (metadata, not default)."""
+    return tool_ is not None and bool((tool_.metadata or {}).get(RETRY_ON_TIMEOUT, False))
 
 
 def retry_delay(context: Context, attempt: int) -> float:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -19,7 +18,7 @@ from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
 from planexec.execution.outcomes import earlier_outcome
-from planexec.execution.scheduling import DependencyGate, StepLoop
+from planexec.execution.scheduling import DependencyGate
 from planexec.execution.slots import SlotPool, chain_ranks
 from planexec.guarantees.budget import Budget, run_budget, spending
 from planexec.guarantees.secrets import secret_values
@@ -54,22 +53,6 @@ class ExecutionRound:
     """What the run may still spend: no step attempt or model call starts once it is spent."""
     skippable: frozenset[int] = frozenset()
     """Steps whose failure their dependents go on without (``on_failure: "skip"``)."""
-    _steps_loop: StepLoop | None = field(default=None, init=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
-
-    def steps_loop(self) -> StepLoop:
-        """Return the event loop thread that runs this round's steps for sync callers."""
-        with self._lock:
-            if self._steps_loop is None:
-                self._steps_loop = StepLoop()
-            return self._steps_loop
-
-    def close(self) -> None:
-        """Stop the sync callers' event loop thread, if one was started."""
-        with self._lock:
-            if self._steps_loop is not None:
-                self._steps_loop.close()
-                self._steps_loop = None
 
 
 def open_round(
@@ -138,9 +121,3 @@ def current_round() -> ExecutionRound:
         return _ROUND.get()
     except LookupError:
         raise RuntimeError("a step task runs only inside the executor node") from None
-
-
-def round_secrets() -> list[str]:
-    """Return the secrets to scrub: the running round's, else the process's current ones."""
-    round_ = _ROUND.get(None)
-    return round_.secrets if round_ is not None else secret_values()

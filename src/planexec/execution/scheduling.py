@@ -1,28 +1,23 @@
-"""When a step may start, and how sync runs hand steps to an event loop.
+"""When a step may start.
 
 The executor node calls one durable task per step, up front and in plan order (so a resumed run
 maps finished tasks back to the same steps); each task then waits at the :class:`DependencyGate`
 for the steps it depends on, so a step starts as soon as its own dependencies are done, and
 then for one of the round's :class:`~planexec.execution.slots.SlotPool` slots (the gate tells
 the pool which steps just became ready, so a free slot goes to the most urgent of them). Under a
-sync ``invoke`` the tasks run on LangGraph's threads and hand their step to one
-:class:`StepLoop` per round, where every step of the round shares one event loop.
+sync ``invoke`` the tasks run on LangGraph's threads and hand their step to planexec's background
+loop (:mod:`planexec.runtime.background`), where every step runs, as on an async run's loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import contextlib
-import contextvars
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from planexec.execution.outcomes import StepOutcome
 from planexec.execution.slots import SlotPool
 from planexec.execution.wakeups import wake_soon
-from planexec.runtime.offloop import calls_running_on
 
 
 # Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and
@@ -109,83 +104,3 @@ def _resolve(fut: asyncio.Future[None]) -> None:
     """Wake a waiter unless it already gave up (cancelled)."""
     if not fut.done():
         fut.set_result(None)
-
-
-# Not anyio's start_blocking_portal: leaving a portal waits for work the loop abandoned (e.g. a
-# timed-out sync model call in the loop's default executor); closing this loop does not.
-class StepLoop:
-    """An event loop in a daemon thread: sync step tasks hand their step to it and wait."""
-
-    def __init__(self) -> None:
-        """Start the loop's thread."""
-        self.loop = asyncio.new_event_loop()
-        self._stopping = False
-        self._watched: set[asyncio.Task[Any]] = set()
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="planexec-steps")
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stopping:
-            self._survive(self.loop.run_forever)
-        self._survive(lambda: self.loop.run_until_complete(self.loop.shutdown_asyncgens()))
-        self.loop.close()
-
-    @staticmethod
-    def _survive(run: Callable[[], Any]) -> None:
-        """Run the loop, surviving an exit a task raised.
-
-        ``SystemExit`` and ``KeyboardInterrupt`` raised in a task escape ``run_forever`` after
-        the task holds them; the steps waiting on the loop still need it.
-        """
-        with contextlib.suppress(BaseException):
-            run()
-
-    def run(self, make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
-        """Run a coroutine on the loop, in the caller's context (config, stream writer); block."""
-        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        ctx = contextvars.copy_context()
-
-        def start() -> None:
-            task = self.loop.create_task(make(), context=ctx)
-            task.add_done_callback(lambda t: _copy_outcome(t, done))
-
-        self.loop.call_soon_threadsafe(start)
-        return done.result()
-
-    def close(self) -> None:
-        """Stop the loop once what is left on it has ended; return at once.
-
-        A tool call still running on it (timed out and counted as abandoned) keeps the loop and
-        its daemon thread until it ends, as a worker thread keeps an abandoned call: nothing
-        cancels it again. Then the tasks left behind are cancelled, once each, as a worker
-        cancels a call's leftovers, and the loop stops when they (and any they start) have
-        ended; its async generators are closed on its own thread.
-        """
-        with contextlib.suppress(RuntimeError):  # closed already
-            self.loop.call_soon_threadsafe(self._stop_when_idle)
-
-    def _stop_when_idle(self, _: object = None) -> None:
-        """Stop the loop if nothing is left on it; else wait for what is, and look again."""
-        if self._stopping:  # a callback of a task that ended with the last ones
-            return
-        calls = calls_running_on(self.loop)
-        left = calls or [task for task in asyncio.all_tasks(self.loop) if not task.done()]
-        if not left:
-            self._stopping = True
-            self.loop.stop()
-            return
-        for task in left:
-            if task not in self._watched:
-                self._watched.add(task)
-                if not calls:  # leftovers, once no call runs on: cancelled once each
-                    task.cancel()
-                task.add_done_callback(self._stop_when_idle)
-
-
-def _copy_outcome(task: asyncio.Task[Any], done: concurrent.futures.Future[Any]) -> None:
-    if task.cancelled():
-        done.cancel()
-    elif task.exception() is not None:
-        done.set_exception(task.exception())
-    else:
-        done.set_result(task.result())

@@ -194,7 +194,7 @@ async def _attempt(
             if step["tool"] is None:
                 work = model_step(step, args, inputs, round_, config, counter, refusals)
             else:
-                work = call_tool(round_.tools.get(step["tool"]), args, config)
+                work = call_tool(round_.tools.get(step["tool"]), args, config, round_.secrets)
             value = await within(work, ctx.step_timeout)  # ends at the limit, always
         if step["tool"] is None:  # a tool's result comes back storable and scrubbed already
             value = redact(to_storable(value), round_.secrets)

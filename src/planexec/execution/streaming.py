@@ -25,32 +25,24 @@ starts nothing else before the approval.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langgraph._internal._constants import (
-    CONFIG_KEY_CHECKPOINT_MAP,
-    CONFIG_KEY_CHECKPOINTER,
-    CONFIG_KEY_RESUMING,
-    RETURN,
-)
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.config import get_stream_writer
-from langgraph.constants import CONF
 from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 
+from planexec.compat.langgraph import node_checkpoint, task_results
 from planexec.context import ApprovalPolicy, Context
-from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan
+from planexec.drafting import Draft, Drafting, draft_plan
 from planexec.drafting.revising import signature
-from planexec.errors import is_transient
+from planexec.errors import broke_off
 from planexec.execution.outcomes import (
     StepOutcome,
     ran_digest,
@@ -60,7 +52,7 @@ from planexec.execution.outcomes import (
 )
 from planexec.execution.round import ExecutionRound, open_round, running
 from planexec.execution.slots import chain_ranks
-from planexec.execution.tasks import StepFuture, publisher, result_of, round_outcomes
+from planexec.execution.tasks import StepFuture, all_ended, publisher, result_of, round_outcomes
 from planexec.guarantees.budget import Budget, BudgetExhausted, spending, stopped
 from planexec.guarantees.secrets import redact
 from planexec.guarantees.storable import storable_text
@@ -346,15 +338,9 @@ class StreamingRound:
         """Return ``plan``'s step records, the started (and kept) steps' where they are its own."""
         return current_records(plan, {**self.kept_records, **self.records()})
 
-    def wait(self) -> None:
-        """Block until every step task called so far has ended (sync runs)."""
-        concurrent.futures.wait(cast(list[concurrent.futures.Future[Any]], self.futures()))
-
     async def await_all(self) -> None:
-        """Wait until every step task called so far has ended (async runs)."""
-        await asyncio.gather(
-            *cast(list[asyncio.Future[Any]], self.futures()), return_exceptions=True
-        )
+        """Wait until every step task called so far has ended."""
+        await all_ended(self.futures())
 
     def start_rest(self, plan: PlanDoc | None) -> bool:
         """Start the rest of the whole ``plan`` in this round; False if it must wait.
@@ -414,7 +400,13 @@ class StreamingRound:
 
 
 REDRAFTS = 2
-"""Times a reply cut off after steps started is asked for again (3 attempts in all)."""
+"""New conversations after the planner's reply broke off (:func:`planexec.errors.broke_off`)
+once steps had started: at most 2, so 3 drafts in all. Not a retry of a model request: the
+model layer made those (at most ``MAX_TRIES`` a call); each re-draft is a new call, and what
+the model layer gives up on is not transient, so it is not re-drafted."""
+
+REDRAFT_WAIT = 1.0
+"""Seconds before the first new draft; doubled before each next one."""
 
 KEEP_RAISING = (BudgetExhausted, CheckpointStoreError, GraphBubbleUp)
 """Errors that leave the node even after steps started: each is recorded or resumed as such."""
@@ -438,7 +430,7 @@ def _after_failure(streaming: StreamingRound, failure: Exception) -> Draft:
 
 # Hand-rolled, not the planner's RetryPolicy: LangGraph gives a node's finished tasks back to
 # it on a resume, not on a retry of the node, whose steps would then run a second time.
-def draft_and_run(
+async def draft_and_run(
     streaming: StreamingRound,
     model: BaseChatModel,
     conversation: Drafting,
@@ -446,61 +438,20 @@ def draft_and_run(
     config: RunnableConfig,
     whole: Callable[[Draft], PlanDoc | None] | None = None,
 ) -> tuple[Draft, bool]:
-    """Draft a plan whose steps start as it streams (sync runs); return it and ``ran_all``.
+    """Draft a plan whose steps start as it streams; return it and ``ran_all``.
 
     ``ran_all`` says whether the whole plan ran in this round: ``whole`` makes the plan the rest
     of whose steps join the round from the draft (None: it must wait; default: the planner's
-    :meth:`StreamingRound.first_plan`). Every started step has ended
-    when this returns or raises. Once a step has started, a failing model no longer raises
-    (see :func:`_after_failure`); a reply cut off by a transient error is first asked for
-    again here, in a new conversation from ``again`` (its steps then start in the executor).
+    :meth:`StreamingRound.first_plan`). Every started step has ended when this returns or
+    raises. Once a step has started, a failing model no longer raises (see
+    :func:`_after_failure`); a reply cut off by a transient error is first asked for again
+    here, in a new conversation from ``again`` (it reads the workspace: called in a worker
+    thread; its steps then start in the executor).
     """
     with running(streaming.round):
         try:
             try:
-                draft = draft_plan(
-                    model, conversation, config, by=streaming.by, on_step=streaming.offer
-                )
-                return draft, streaming.start_rest((whole or streaming.first_plan)(draft))
-            except KEEP_RAISING:
-                raise
-            except Exception as exc:
-                if not streaming.calls:
-                    raise  # nothing ran: the node's RetryPolicy may try again
-                failure = exc
-            streaming.closed = True
-            streaming.wait()
-            for attempt in range(1, REDRAFTS + 1 if is_transient(failure) else 1):
-                time.sleep(2 ** (attempt - 1))
-                try:
-                    return draft_plan(model, again(), config, by=streaming.by), False
-                except KEEP_RAISING:
-                    raise
-                except Exception as exc:
-                    failure = exc
-                    if not is_transient(exc):
-                        break
-            return _after_failure(streaming, failure), False
-        finally:
-            streaming.wait()  # whatever happens, no started step is left behind
-
-
-async def adraft_and_run(
-    streaming: StreamingRound,
-    model: BaseChatModel,
-    conversation: Drafting,
-    again: Callable[[], Drafting],
-    config: RunnableConfig,
-    whole: Callable[[Draft], PlanDoc | None] | None = None,
-) -> tuple[Draft, bool]:
-    """Draft a plan whose steps start as it streams (async runs), like :func:`draft_and_run`.
-
-    ``again`` reads the workspace: it is called in a worker thread.
-    """
-    with running(streaming.round):
-        try:
-            try:
-                draft = await adraft_plan(
+                draft = await draft_plan(
                     model, conversation, config, by=streaming.by, on_step=streaming.offer
                 )
                 return draft, streaming.start_rest((whole or streaming.first_plan)(draft))
@@ -512,16 +463,16 @@ async def adraft_and_run(
                 failure = exc
             streaming.closed = True
             await streaming.await_all()
-            for attempt in range(1, REDRAFTS + 1 if is_transient(failure) else 1):
-                await asyncio.sleep(2 ** (attempt - 1))
+            for attempt in range(1, REDRAFTS + 1 if broke_off(failure) else 1):
+                await asyncio.sleep(REDRAFT_WAIT * 2 ** (attempt - 1))
                 try:
                     fresh = await asyncio.to_thread(again)
-                    return await adraft_plan(model, fresh, config, by=streaming.by), False
+                    return await draft_plan(model, fresh, config, by=streaming.by), False
                 except KEEP_RAISING:
                     raise
                 except Exception as exc:
                     failure = exc
-                    if not is_transient(exc):
+                    if not broke_off(exc):
                         break
             return _after_failure(streaming, failure), False
         finally:
@@ -529,10 +480,17 @@ async def adraft_and_run(
 
 
 def round_args(
-    ctx: Context, budget: Budget, tools: ToolRegistry, sandbox: Sandbox, chat_models: ChatModels
+    ctx: Context,
+    budget: Budget,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: ChatModels,
+    *,
+    sync_run: bool,
 ) -> dict[str, Any]:
     """Return what every streaming round of a run shares (for :func:`opening_of`)."""
     return {
+        "sync_run": sync_run,
         "max_steps": ctx.max_steps,
         "budget": budget,
         "tools": tools,
@@ -547,6 +505,7 @@ def opening_of(
     call: StepTask,
     *,
     version: int,
+    sync_run: bool,
     max_steps: int,
     budget: Budget,
     tools: ToolRegistry,
@@ -558,13 +517,14 @@ def opening_of(
 
     They may when no one approves first (``policy``), or to find again the steps an earlier
     attempt ``finished`` as its plan streamed (then only those). ``call`` runs a step (the
-    executor's task for sync or async runs); ``revision`` holds a revision's kept steps
-    (:meth:`StreamingRound.open`).
+    executor's task for sync or async runs: ``sync_run``); ``revision`` holds a revision's kept
+    steps (:meth:`StreamingRound.open`).
     """
     if not runs_unapproved(policy) and not finished:
         return None
     return {
         "call": call,
+        "asynchronous": not sync_run,
         "only": None if runs_unapproved(policy) else finished,
         "tools": tools,
         "sandbox": sandbox,
@@ -616,13 +576,13 @@ def draft_call(
     )
 
 
-def drafted_and_ran(
+async def drafted_and_ran(
     state: State,
     config: RunnableConfig,
     opening: dict[str, Any] | None,
     call: DraftCall,
 ) -> dict[str, Any]:
-    """Draft a plan (or revision) and return the node's state update (sync runs).
+    """Draft a plan (or revision) and return the node's state update.
 
     The one body of the planner's and the replanner's nodes once the model and conversation
     are chosen (``call``, whose ``update`` makes the node's own update of the draft: the plan,
@@ -636,47 +596,16 @@ def drafted_and_ran(
         try:
             with spending(call.budget):
                 call.budget.check()
-                draft = draft_plan(call.model, call.conversation, call.config, by=call.by)
-        except BudgetExhausted as exc:
-            return stopped(exc.stop, call.budget, call.counter)
-        return {**call.update(draft), "busy_seconds": call.budget.elapsed()}
-    streaming = StreamingRound.open(state, config, asynchronous=False, **opening)
-    try:
-        call.budget.check()
-        draft, ran_all = draft_and_run(
-            streaming, call.model, call.conversation, call.again, call.config, call.whole
-        )
-    except BudgetExhausted as exc:
-        return streaming.update(stopped(exc.stop, call.budget, call.counter), ran_all=False)
-    finally:
-        streaming.round.close()
-    if streaming.calls:
-        with contextlib.suppress(CheckpointStoreError):
-            streaming.round.store.check_blocking()  # did the store fail meanwhile?
-    return {**streaming.update(call.update(draft), ran_all), "busy_seconds": call.budget.elapsed()}
-
-
-async def adrafted_and_ran(
-    state: State,
-    config: RunnableConfig,
-    opening: dict[str, Any] | None,
-    call: DraftCall,
-) -> dict[str, Any]:
-    """:func:`drafted_and_ran` for async runs (``again`` runs in a worker thread)."""
-    if opening is None:
-        try:
-            with spending(call.budget):
-                call.budget.check()
-                draft = await adraft_plan(call.model, call.conversation, call.config, by=call.by)
+                draft = await draft_plan(call.model, call.conversation, call.config, by=call.by)
         except BudgetExhausted as exc:
             return stopped(exc.stop, call.budget, call.counter)
         return {**call.update(draft), "busy_seconds": call.budget.elapsed()}
     streaming = await asyncio.to_thread(  # touches the disk (the workspace)
-        partial(StreamingRound.open, asynchronous=True, **opening), state, config
+        partial(StreamingRound.open, **opening), state, config
     )
     try:
         call.budget.check()
-        draft, ran_all = await adraft_and_run(
+        draft, ran_all = await draft_and_run(
             streaming, call.model, call.conversation, call.again, call.config, call.whole
         )
     except BudgetExhausted as exc:
@@ -687,33 +616,17 @@ async def adrafted_and_ran(
     return {**streaming.update(call.update(draft), ran_all), "busy_seconds": call.budget.elapsed()}
 
 
-def _checkpoint_of(
-    config: RunnableConfig,
-) -> tuple[BaseCheckpointSaver[Any], RunnableConfig] | None:
-    """Return the saver and the checkpoint this node's superstep started from, if resuming."""
-    conf = config.get(CONF, {})
-    saver = conf.get(CONFIG_KEY_CHECKPOINTER)
-    if not conf.get(CONFIG_KEY_RESUMING) or not isinstance(saver, BaseCheckpointSaver):
-        return None  # a fresh run: no earlier attempt of this node
-    graph_ns = str(conf.get("checkpoint_ns", "")).rpartition("|")[0]  # the node's graph
-    checkpoint_id = (conf.get(CONFIG_KEY_CHECKPOINT_MAP) or {}).get(graph_ns)
-    if checkpoint_id is None:
-        return None
-    where = {"thread_id": conf.get("thread_id"), "checkpoint_ns": graph_ns}
-    return saver, {CONF: {**where, "checkpoint_id": checkpoint_id}}
-
-
 def _step_results(found: CheckpointTuple | None) -> frozenset[str]:
     """Return the steps whose task results a checkpoint's pending writes hold (their digests)."""
     return frozenset(
         str(value["ran"])
-        for _, channel, value in (found.pending_writes or [] if found else [])
-        if channel == RETURN and isinstance(value, dict) and "ran" in value
+        for value in task_results(found.pending_writes if found else None)
+        if isinstance(value, dict) and "ran" in value
     )
 
 
-def started_before(config: RunnableConfig) -> frozenset[str]:
-    """Return the steps an earlier attempt of this planner (or replanner) run finished (sync).
+async def started_before(config: RunnableConfig, *, sync_run: bool) -> frozenset[str]:
+    """Return the steps an earlier attempt of this planner (or replanner) run finished.
 
     Only the first round of a plan (or revision) under ``never`` runs steps in these nodes, so
     a result of a step task saved at this superstep means the plan was streaming and running
@@ -721,15 +634,13 @@ def started_before(config: RunnableConfig) -> frozenset[str]:
     recorded) rather than plan anew and run them twice, whatever policy the resume asks for.
     Each is named by :func:`~planexec.execution.outcomes.ran_digest`. Read from the
     checkpoint's pending writes (LangGraph keeps a task's result there until the node ends;
-    ``tests/unit/test_started_before.py`` pins that); empty on a fresh run.
+    ``tests/unit/test_started_before.py`` pins that); empty on a fresh run. A sync run's saver
+    is asked through its sync API (in a worker thread), an async run's through its async one.
     """
-    found = _checkpoint_of(config)
-    return _step_results(found[0].get_tuple(found[1])) if found is not None else frozenset()
-
-
-async def astarted_before(config: RunnableConfig) -> frozenset[str]:
-    """Return the steps an earlier attempt of this planner (or replanner) run finished (async)."""
-    found = _checkpoint_of(config)
+    found = node_checkpoint(config)
     if found is None:
         return frozenset()
-    return _step_results(await found[0].aget_tuple(found[1]))
+    saver, where = found
+    if sync_run:
+        return _step_results(await asyncio.to_thread(saver.get_tuple, where))
+    return _step_results(await saver.aget_tuple(where))

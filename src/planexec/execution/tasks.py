@@ -16,6 +16,7 @@ from planexec.execution.outcomes import StepOutcome, outcome, ran_digest
 from planexec.execution.round import ExecutionRound, current_round
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.step import execute_step
+from planexec.runtime import background
 from planexec.state import StepDoc
 from planexec.storage.store_guard import CheckpointStoreError
 
@@ -39,10 +40,16 @@ async def run_step_async(step: StepDoc) -> StepOutcome:
 
 
 def run_step_blocking(step: StepDoc) -> StepOutcome:
-    """Body of the sync step task: run the async step on the round's loop thread and wait."""
-    round_ = current_round()
-    result: StepOutcome = round_.steps_loop().run(lambda: run_step_async(step))
-    return result
+    """Body of the sync step task (LangGraph's thread): the async step on the background loop."""
+    return background.run_blocking(lambda: run_step_async(step))
+
+
+async def all_ended(futures: Sequence[StepFuture]) -> None:
+    """Wait until every step task's future has ended (a sync run's futures are thread futures)."""
+    await asyncio.gather(
+        *(asyncio.wrap_future(f) if isinstance(f, Future) else f for f in futures),
+        return_exceptions=True,
+    )
 
 
 def publisher(gate: DependencyGate, step: StepDoc) -> Callable[[StepFuture], None]:

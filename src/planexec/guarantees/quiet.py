@@ -18,11 +18,10 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool
 from langchain_core.tracers.context import tracing_v2_callback_var
-from langgraph._internal._constants import CONFIG_KEY_RUNTIME
-from langgraph.runtime import Runtime
 from langsmith.run_helpers import tracing_context
 from pydantic import ConfigDict
 
+from planexec.compat.langgraph import runtime_of, with_stream_writer
 from planexec.guarantees.secrets import redact
 
 ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
@@ -46,23 +45,22 @@ def quiet() -> Iterator[None]:
 def quiet_config(secrets: list[str]) -> RunnableConfig:
     """Config of a quiet call made inside a graph task: no callbacks, a scrubbing stream writer.
 
-    LangGraph keeps the task's runtime (and the ``get_stream_writer()`` it hands out) under a
-    private configurable key; there is no public way to give a nested call another writer.
+    There is no public way to give a nested call another writer:
+    :func:`planexec.compat.langgraph.with_stream_writer` does it.
     """
     config: RunnableConfig = {"callbacks": []}
     if not secrets:  # nothing to scrub: the call reads the task's own config, writer and all
         return config
     ambient = var_child_runnable_config.get()  # what ensure_config() copies, read as it is
-    configurable = dict((ambient.get("configurable") if ambient else None) or {})
-    runtime = configurable.get(CONFIG_KEY_RUNTIME)
-    if isinstance(runtime, Runtime):
+    runtime = runtime_of(ambient)
+    if ambient is not None and runtime is not None:
         write = runtime.stream_writer
 
         def scrubbed_write(chunk: Any) -> None:
             write(redact(chunk, secrets))
 
-        configurable[CONFIG_KEY_RUNTIME] = runtime.override(stream_writer=scrubbed_write)
-        config["configurable"] = configurable
+        configurable = ambient.get("configurable") or {}
+        config["configurable"] = with_stream_writer(configurable, scrubbed_write)
     return config
 
 

@@ -18,6 +18,10 @@ read or written. The lock is chosen by the checkpoint saver the run uses:
 Runs nested in another run (a subgraph, or a graph called from a node or a tool: LangGraph
 gives them a task id and a checkpoint namespace of their own) run under their parent's hold
 and take no lock; reading state (``get_state``) never takes one.
+
+Sync and async runs choose the lock in one place (:func:`choose`). A sync run on an async
+saver asks the saver's event loop; made on that loop's own thread, it fails at once with
+:class:`asyncio.InvalidStateError`, as LangGraph's own sync calls there do.
 """
 
 from __future__ import annotations
@@ -31,19 +35,21 @@ import os
 import sqlite3
 import threading
 import weakref
-from collections.abc import AsyncIterator, Callable, Hashable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Hashable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import ensure_config, merge_configs
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from planexec.compat.langgraph import checkpointer_of, parent_task_id
 from planexec.errors import PlanexecError
 
 log = logging.getLogger(__name__)
@@ -57,9 +63,6 @@ PG_SESSION_SETTINGS = {
     "tcp_keepalives_count": "3",
 }
 PG_IDLE_SESSION_TIMEOUT_SINCE = 140000  # PostgreSQL 14 added idle_session_timeout
-# LangGraph puts the task id in the config of whatever runs inside a task (its
-# ``CONFIG_KEY_TASK_ID``, private to langgraph; tests/unit/test_thread_lock.py checks the name).
-LANGGRAPH_TASK_ID_KEY = "__pregel_task_id"
 
 
 class ThreadBusyError(PlanexecError, ValueError):
@@ -82,14 +85,43 @@ def advisory_key(thread_id: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-class Lock(Protocol):
-    """A thread's lock of one kind: taken without waiting, or refused."""
+class Lock:
+    """A thread's lock of one kind: taken without waiting, or refused; held with ``with``.
+
+    ``with lock:`` (a sync run) and ``async with lock:`` (an async run) take and let go of it
+    the same way; an async run does a lock's blocking I/O (:attr:`blocking`: files, sockets)
+    in a worker thread, and a run cancelled while it takes or lets go of the lock still ends
+    with the lock let go.
+    """
+
+    blocking = True
+    """Whether taking or letting go does blocking I/O, which must stay off an event loop."""
 
     def acquire(self) -> None:
         """Take the lock now, or raise :class:`ThreadBusyError`."""
+        raise NotImplementedError
 
     def release(self) -> None:
         """Let go of the lock (never raises for a lock that is already gone)."""
+        raise NotImplementedError
+
+    def __enter__(self) -> None:
+        self.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+    async def __aenter__(self) -> None:
+        if self.blocking:
+            await _finish_in_thread(self.acquire, undo=self.release)
+        else:
+            self.acquire()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self.blocking:
+            await _finish_in_thread(self.release)
+        else:
+            self.release()
 
 
 # -- process-local ------------------------------------------------------------------------
@@ -98,8 +130,10 @@ _LOCAL_HELD: set[tuple[Hashable, str]] = set()
 _LOCAL_MUTEX = threading.Lock()
 
 
-class LocalLock:
+class LocalLock(Lock):
     """A lock on ``(scope, thread)`` for the threads and tasks of this process."""
+
+    blocking = False
 
     def __init__(self, scope: Hashable, thread_id: str) -> None:
         """``scope`` names the store the thread lives in (e.g. the saver's identity)."""
@@ -122,7 +156,7 @@ class LocalLock:
 # -- SQLite: flock on a file per thread ----------------------------------------------------
 
 
-class FileLock:
+class FileLock(Lock):
     """``flock`` on ``<database>-planexec-locks/<hash of the thread id>.lock``.
 
     The file is removed by its holder before it lets go; a run that locked a file which was
@@ -171,10 +205,27 @@ class FileLock:
 
 def sqlite_file(conn: sqlite3.Connection) -> str:
     """Return the file of a SQLite connection's main database ('' for an in-memory one)."""
-    for _, name, file in conn.execute("PRAGMA database_list").fetchall():
-        if name == "main":
-            return str(file or "")
-    return ""
+    return main_file(conn.execute(DATABASE_LIST).fetchall())
+
+
+async def aiosqlite_file(conn: Any) -> str:
+    """Return the file of an aiosqlite connection's main database, asking its thread once."""
+    file = _AIOSQLITE_FILES.get(conn)
+    if file is None:  # a connection's file never changes
+        cursor = await conn.execute(DATABASE_LIST)
+        file = _AIOSQLITE_FILES[conn] = main_file(await cursor.fetchall())
+    return file
+
+
+DATABASE_LIST = "PRAGMA database_list"
+
+
+def main_file(rows: Any) -> str:
+    """Return the file of the main database from ``PRAGMA database_list`` rows ('' if none)."""
+    return next((str(row[2] or "") for row in rows if row[1] == "main"), "")
+
+
+_AIOSQLITE_FILES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
 
 # -- PostgreSQL: advisory locks on one lock connection per process and database ------------
@@ -262,7 +313,7 @@ def pg_session(conninfo: str) -> PgLockSession:
         return session
 
 
-class PgLock:
+class PgLock(Lock):
     """A session-level advisory lock on a thread, on this process's lock connection."""
 
     def __init__(self, conninfo: str, thread_id: str) -> None:
@@ -320,9 +371,9 @@ def target(
     """
     merged = ensure_config(merge_configs(graph.config, config))
     conf = merged.get("configurable") or {}
-    if conf.get("checkpoint_ns") and conf.get(LANGGRAPH_TASK_ID_KEY):
+    if conf.get("checkpoint_ns") and parent_task_id(merged):
         return None
-    saver = conf.get(CONFIG_KEY_CHECKPOINTER)
+    saver = checkpointer_of(merged)
     if saver is None and graph.checkpointer is not False:
         saver = graph.checkpointer
     thread_id = conf.get("thread_id")
@@ -331,48 +382,113 @@ def target(
     return saver, str(thread_id)
 
 
-def lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> Lock:
-    """Return the lock of ``thread_id`` in the saver's store, for a sync run (may block)."""
-    conn = getattr(saver, "conn", None)
-    if _async_lookup(conn):  # a sync run on an async saver: ask on the saver's own loop
-        loop = getattr(saver, "loop", None)
-        if not isinstance(loop, asyncio.AbstractEventLoop):
-            return LocalLock(store_identity(saver), thread_id)
-        return asyncio.run_coroutine_threadsafe(alock_for(saver, thread_id), loop).result()
+Locks = Callable[[str], Lock]
+"""The locks of one store: the lock of a thread, given its id."""
+
+
+def sqlite_locks(file: str, scope: Hashable) -> Locks:
+    """Return the locks of a SQLite database: a file per thread; in memory, this process's."""
+    return partial(FileLock, file) if file else partial(LocalLock, scope)
+
+
+@dataclass(frozen=True)
+class BlockingAsk:
+    """The blocking question a choice needs: a sync run asks it, an async one in a thread."""
+
+    ask: Callable[[], Locks]
+
+    def answer(self) -> Locks:
+        """Ask, blocking."""
+        return self.ask()
+
+    async def aanswer(self) -> Locks:
+        """Ask in a worker thread."""
+        return await asyncio.to_thread(self.ask)
+
+
+@dataclass(frozen=True)
+class LoopAsk:
+    """The question a choice needs that the saver's event loop asks (an async connection's).
+
+    An async run awaits it; a sync run (LangGraph makes sync calls on an async saver from
+    another thread) waits for the saver's ``loop`` to answer it.
+    """
+
+    ask: Callable[[], Coroutine[Any, Any, Locks]]
+    loop: asyncio.AbstractEventLoop | None
+    scope: Hashable
+
+    def answer(self) -> Locks:
+        """Wait for the saver's loop to answer (this process's locks if it has no loop).
+
+        Raises :class:`asyncio.InvalidStateError` on that loop's own thread, which cannot
+        wait for itself (LangGraph's sync calls on an async saver refuse it the same way).
+        """
+        if self.loop is None:
+            return partial(LocalLock, self.scope)
+        if _running_loop() is self.loop:
+            raise asyncio.InvalidStateError(ON_THE_SAVERS_LOOP)
+        return asyncio.run_coroutine_threadsafe(self.ask(), self.loop).result()
+
+    async def aanswer(self) -> Locks:
+        """Ask, awaiting the answer."""
+        return await self.ask()
+
+
+ON_THE_SAVERS_LOOP = (
+    "a sync run cannot use an async checkpointer on the event loop the checkpointer works on "
+    "(it would wait for itself): use `await graph.ainvoke(...)` / `astream`, or make the "
+    "sync call from another thread"
+)
+
+
+def choose(saver: BaseCheckpointSaver[Any]) -> Locks | BlockingAsk | LoopAsk:
+    """Return the locks of the saver's store, or the one question to ask to know them.
+
+    The choice for sync and async runs alike: :func:`lock_for` and :func:`alock_for` only
+    ask the question (a SQLite file's name, a pool connection's conninfo) their own way.
+    """
+    conn: Any = getattr(saver, "conn", None)
+    scope = store_identity(saver)
+    loop = getattr(saver, "loop", None)
+    saver_loop = loop if isinstance(loop, asyncio.AbstractEventLoop) else None
     if isinstance(conn, sqlite3.Connection):
-        with getattr(saver, "lock", None) or contextlib.nullcontext():
-            file = sqlite_file(conn)
-        return FileLock(file, thread_id) if file else LocalLock(store_identity(saver), thread_id)
+        return BlockingAsk(lambda: sqlite_locks(_sqlite_file_of(saver, conn), scope))
+    if _is_aiosqlite(conn):
+
+        async def aiosqlite_locks() -> Locks:
+            return sqlite_locks(await aiosqlite_file(conn), scope)
+
+        return LoopAsk(aiosqlite_locks, saver_loop, scope)
     if isinstance(conn, psycopg.Connection | psycopg.AsyncConnection):
-        return PgLock(conninfo_of(conn), thread_id)
+        return partial(PgLock, conninfo_of(conn))
     if isinstance(conn, ConnectionPool | AsyncConnectionPool):
         info = pool_conninfo(conn)
-        if info is None and isinstance(conn, ConnectionPool):
-            with conn.connection() as borrowed:
-                info = conninfo_of(borrowed)
         if info is not None:
-            return PgLock(info, thread_id)
-    return LocalLock(store_identity(saver), thread_id)
+            return partial(PgLock, info)
+        if isinstance(conn, ConnectionPool):
+            return BlockingAsk(lambda: partial(PgLock, _borrowed_conninfo(conn)))
+
+        async def borrowed_locks() -> Locks:
+            async with conn.connection() as borrowed:
+                return partial(PgLock, conninfo_of(borrowed))
+
+        return LoopAsk(borrowed_locks, saver_loop, scope)
+    return partial(LocalLock, scope)
+
+
+def lock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> Lock:
+    """Return the lock of ``thread_id`` in the saver's store, for a sync run (may block)."""
+    chosen = choose(saver)
+    locks = chosen.answer() if isinstance(chosen, BlockingAsk | LoopAsk) else chosen
+    return locks(thread_id)
 
 
 async def alock_for(saver: BaseCheckpointSaver[Any], thread_id: str) -> Lock:
     """Return the lock of ``thread_id`` in the saver's store, for an async run."""
-    conn: Any = getattr(saver, "conn", None)
-    if _is_aiosqlite(conn):
-        file = _AIOSQLITE_FILES.get(conn)
-        if file is None:  # a connection's file never changes: ask its thread once
-            cursor = await conn.execute("PRAGMA database_list")
-            rows = await cursor.fetchall()
-            file = _AIOSQLITE_FILES[conn] = next(
-                (str(row[2] or "") for row in rows if row[1] == "main"), ""
-            )
-        return FileLock(file, thread_id) if file else LocalLock(store_identity(saver), thread_id)
-    if isinstance(conn, AsyncConnectionPool) and pool_conninfo(conn) is None:
-        async with conn.connection() as borrowed:
-            return PgLock(conninfo_of(borrowed), thread_id)
-    if isinstance(conn, sqlite3.Connection | ConnectionPool):  # a query or a pool checkout
-        return await asyncio.to_thread(lock_for, saver, thread_id)
-    return lock_for(saver, thread_id)
+    chosen = choose(saver)
+    locks = await chosen.aanswer() if isinstance(chosen, BlockingAsk | LoopAsk) else chosen
+    return locks(thread_id)
 
 
 def store_identity(saver: BaseCheckpointSaver[Any]) -> tuple[str, int]:
@@ -388,22 +504,25 @@ def store_identity(saver: BaseCheckpointSaver[Any]) -> tuple[str, int]:
     return "saver", id(saver)
 
 
-_AIOSQLITE_FILES: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+def _sqlite_file_of(saver: BaseCheckpointSaver[Any], conn: sqlite3.Connection) -> str:
+    with getattr(saver, "lock", None) or contextlib.nullcontext():  # SqliteSaver's own mutex
+        return sqlite_file(conn)
 
 
-def _async_lookup(conn: Any) -> bool:
-    return _is_aiosqlite(conn) or (
-        isinstance(conn, AsyncConnectionPool) and pool_conninfo(conn) is None
-    )
+def _borrowed_conninfo(pool: ConnectionPool[Any]) -> str:
+    with pool.connection() as borrowed:
+        return conninfo_of(borrowed)
 
 
 def _is_aiosqlite(conn: Any) -> bool:
     return type(conn).__module__.startswith("aiosqlite")
 
 
-def _runs_off_loop(lock: Lock) -> bool:
-    """Whether the lock does blocking I/O (files, sockets) that must stay off an event loop."""
-    return not isinstance(lock, LocalLock)
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 # -- holding a thread ----------------------------------------------------------------------
@@ -416,40 +535,19 @@ def hold(graph: Any, config: RunnableConfig | None) -> Iterator[None]:
     Raises :class:`ThreadBusyError` at once if another run holds it.
     """
     found = target(graph, config)
-    if found is None:
+    with lock_for(*found) if found is not None else contextlib.nullcontext():
         yield
-        return
-    lock = lock_for(*found)
-    lock.acquire()
-    try:
-        yield
-    finally:
-        lock.release()
 
 
 @asynccontextmanager
 async def ahold(graph: Any, config: RunnableConfig | None) -> AsyncIterator[None]:
-    """Hold the thread an async run writes to; blocking lock I/O runs in a worker thread.
+    """Hold the thread an async run writes to, as :func:`hold` (blocking I/O in a thread).
 
     A run cancelled while it takes or lets go of the lock still ends with the lock released.
     """
     found = target(graph, config)
-    if found is None:
+    async with await alock_for(*found) if found is not None else contextlib.nullcontext():
         yield
-        return
-    lock = await alock_for(*found)
-    off_loop = _runs_off_loop(lock)
-    if off_loop:
-        await _finish_in_thread(lock.acquire, undo=lock.release)
-    else:
-        lock.acquire()
-    try:
-        yield
-    finally:
-        if off_loop:
-            await _finish_in_thread(lock.release)
-        else:
-            lock.release()
 
 
 async def _finish_in_thread(

@@ -1,27 +1,33 @@
 """Every model call planexec makes: where it runs, within its time limits, whole.
 
-:class:`planexec.llm.scrubbed.ScrubbedChatModel` makes each real call through :func:`call` (sync
-callers) or :func:`acall` (async callers). This module is the one place that enforces what
-planexec promises about providers:
+:class:`planexec.llm.scrubbed.ScrubbedChatModel` makes each real call through :func:`acall`
+(:func:`call` runs it on the background loop for a sync caller). This module is the one place
+that enforces what planexec promises about providers:
 
 * **Deadlines.** A call has three limits (``Context.<role>_timeouts``): ``connect`` (given to
   the client, for clients that take one), ``idle`` (the longest wait for the next part of a
   streamed reply, keep-alive comments do not count; also the client's read timeout) and
   ``total`` (the whole call, its retries and waits included). A call past one of them is
   cancelled (its connection closed) and raises :class:`ModelTimeoutError`.
-* **No client is bound to a loop that can close.** A provider integration's call runs on the
-  *model loop*: an event loop on a daemon thread that lives as long as the process, whatever
-  called (``invoke`` or ``ainvoke``, one run or many, threads, the server), so a client's
-  connection pool is only ever used from that loop. Any other model runs on a daemon worker,
-  as a tool does (:func:`mode_of`): code of its own that blocks holds only its own call. The
-  caller waits for the call's events without blocking its own loop.
-* **Back-pressure.** A provider error that may pass (rate limits, 5xx, a dropped connection)
-  is asked again, at most :data:`MAX_TRIES` times, after the provider's ``Retry-After`` (or a
-  short backoff) and never past the deadline; an error that cannot pass (a spent quota, a
-  prompt past the context length, a refused key) is not asked again. Either way the error is a
-  :class:`ProviderError` naming the provider's status, code and message, and the endpoint the
-  request went to (:mod:`planexec.llm.endpoint`: scheme, host, port and path, keys masked;
-  a URL quoted in the message is shown the same way).
+* **No client is bound to a loop that can close.** A provider integration's call runs on
+  planexec's background loop (:mod:`planexec.runtime.background`), which lives as long as the
+  process, whatever called (``invoke`` or ``ainvoke``, one run or many, threads, the server),
+  so a client's connection pool is only ever used from that loop. Any other model runs on a
+  daemon worker, as a tool does (:func:`mode_of`): code of its own that blocks holds only its
+  own call. The caller waits for the call's events without blocking its own loop.
+* **Back-pressure.** The one layer that asks a model request again. A request that failed
+  before any of its reply came, with an error that may pass (:func:`planexec.errors.is_transient`:
+  rate limits, 5xx, a dropped connection, a custom model's ``ConnectionError``), is asked again:
+  at most :data:`MAX_TRIES` requests a call, after the provider's ``Retry-After`` (or a short
+  backoff), never past the deadline. An error that cannot pass (a spent quota, a prompt past the
+  context length, a refused key) is not asked again. Either way the error that leaves is not
+  transient (nobody asks the same request again): a :class:`ProviderError` naming the
+  provider's status, code and message, and the endpoint the request went to
+  (:mod:`planexec.llm.endpoint`: scheme, host, port and path, keys masked; a URL quoted in the
+  message is shown the same way), or for another error that may pass a :class:`ModelCallError`
+  naming it. A reply that broke off after part of it was shown to a watcher is not asked again
+  here: it raises an error that is transient (:func:`planexec.errors.broke_off`), and the
+  watcher's caller may start a new conversation.
 * **Whole text, whole replies.** Streamed chunks are mended before anyone sees them: a
   character split across two chunks (a surrogate pair's halves) is joined, a tool's name that a
   serving stack repeats in every delta is kept once. A reply that did not end normally
@@ -39,13 +45,10 @@ their async connection pools to whichever loop used them first.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import email.utils
 import math
-import queue
 import re
-import sys
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -63,13 +66,21 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
-from planexec.errors import IncompleteReplyError, ModelTimeoutError, ProviderError
+from planexec.errors import (
+    IncompleteReplyError,
+    ModelCallError,
+    ModelTimeoutError,
+    ProviderError,
+    is_connection_failure,
+    is_transient,
+)
 from planexec.llm.endpoint import endpoint_of, urls_shown
-from planexec.runtime import workers
-from planexec.runtime.daemon_loop import DaemonLoop
+from planexec.runtime import background, workers
 
 MAX_TRIES = 3
-"""Most requests one model call makes for errors that may pass (within its deadline)."""
+"""Most requests one model call makes for errors that may pass (within its deadline).
+
+The only retries of a model request: nothing above this layer asks the same request again."""
 
 FIRST_BACKOFF = 0.5
 """Seconds before the second try when the provider names no wait; doubled after each try."""
@@ -102,57 +113,31 @@ class Request:
     """Shown each chunk as it arrives; the reply is then streamed (None: asked whole)."""
 
 
-# --- the model loop ---------------------------------------------------------------------------
+# --- where a request runs ---------------------------------------------------------------------
 
-
-class _DaemonThreads(concurrent.futures.ThreadPoolExecutor):
-    """The model loop's executor (a sync-only model's calls): planexec's daemon workers.
-
-    Not the default ``ThreadPoolExecutor``: the interpreter waits for its threads at exit, so a
-    hung model call would keep a process from ending after Ctrl-C. A subclass only because
-    asyncio takes no other kind of default executor.
-    """
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` on a daemon worker (:mod:`planexec.runtime.workers`)."""
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def run(_: object) -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # the caller's to see
-                future.set_exception(exc)
-
-        workers.lease().submit(run)
-        return future
-
-
-_MODEL_LOOP = DaemonLoop("planexec-models", executor=_DaemonThreads)
 
 Event = tuple[str, Any]
-"""What a request on the model loop reports: ("chunk", c), ("whole", m), ("end", None), or
+"""What a running request reports: ("chunk", c), ("whole", m), ("end", None), or
 ("error", exc)."""
 
 
 Mode = str
-"""Where a request runs: "loop" (the model loop: provider integrations, whose clients are
+"""Where a request runs: "loop" (the background loop: provider integrations, whose clients are
 async and never block it), "worker-async" (a custom model's own async code, on a daemon
 worker's loop), "worker-sync" (a model's sync API, on a daemon worker's thread)."""
 
 
-def mode_of(request: Request, caller_is_async: bool) -> Mode:
+def mode_of(request: Request) -> Mode:
     """Return where a request runs: a custom model never shares a loop with anyone.
 
-    A provider integration (:data:`PROVIDER_PACKAGES`) runs on the model loop, whatever
-    called. Any other model (scripted, a test double, your own) runs on a daemon worker, as a
-    tool does: code that blocks holds only itself. It is called as its caller is (sync or
-    async); an async caller uses the sync API of a model with no async code of its own.
+    A provider integration (:data:`PROVIDER_PACKAGES`) runs on the background loop. Any other
+    model (scripted, a test double, your own) runs on a daemon worker, as a tool does: code
+    that blocks holds only itself. Its async API is used when it has async code of its own,
+    else its sync API (on the worker's thread).
     """
     if _provider_integration(request.base):
         return "loop"
-    if caller_is_async and _has_own_async(request.base, request.watch is not None):
+    if _has_own_async(request.base, request.watch is not None):
         return "worker-async"
     return "worker-sync"
 
@@ -173,7 +158,7 @@ class _Producer:
         self.stopped = threading.Event()
         self.lock = threading.Lock()
         if mode == "loop":
-            self.loop = _MODEL_LOOP.get()
+            self.loop = background.loop()
             self.loop.call_soon_threadsafe(self._start, request, streamed, deliver, context)
             return
 
@@ -207,7 +192,7 @@ class _Producer:
             if self.stopped.is_set():
                 return
         if not getattr(loop, "_planexec_daemon_executor", False):  # the model's own executor
-            loop.set_default_executor(_DaemonThreads())  # calls never hold the process at exit
+            loop.set_default_executor(workers.DaemonThreads())  # never holds the process at exit
             loop._planexec_daemon_executor = True  # type: ignore[attr-defined]
         await _produce(request, streamed, deliver)
 
@@ -315,33 +300,8 @@ _Conduct = Generator[_Op, "Event | None", BaseMessage]
 
 
 def call(request: Request) -> BaseMessage:
-    """Make a model call for a sync caller (it blocks this thread only); return the reply."""
-    conduct = _conduct(request)
-    producer: _Producer | None = None
-    events: queue.SimpleQueue[Event] = queue.SimpleQueue()
-    try:
-        op = next(conduct)
-        while True:
-            answer: Event | None = None
-            if isinstance(op, _Start):
-                if producer is not None:
-                    producer.cancel()
-                events = queue.SimpleQueue()
-                producer = _Producer(
-                    request, op.streamed, events.put, copy_context(), mode_of(request, False)
-                )
-            elif isinstance(op, _Wait):
-                with contextlib.suppress(queue.Empty):
-                    answer = events.get(timeout=max(op.seconds, 0.0))
-            else:
-                time.sleep(op.seconds)
-            op = conduct.send(answer)
-    except StopIteration as done:
-        reply: BaseMessage = done.value
-        return reply
-    finally:
-        if producer is not None:
-            producer.cancel()
+    """Make a model call for a sync caller: :func:`acall` on the background loop; block here."""
+    return background.run_blocking(lambda: acall(request))
 
 
 async def acall(request: Request) -> BaseMessage:
@@ -366,8 +326,9 @@ async def acall(request: Request) -> BaseMessage:
                 if producer is not None:
                     producer.cancel()
                 events = asyncio.Queue()
-                mode = mode_of(request, True)
-                producer = _Producer(request, op.streamed, deliver_to(events), copy_context(), mode)
+                producer = _Producer(
+                    request, op.streamed, deliver_to(events), copy_context(), mode_of(request)
+                )
             elif isinstance(op, _Wait):
                 with contextlib.suppress(TimeoutError):
                     answer = await asyncio.wait_for(events.get(), max(op.seconds, 0.0))
@@ -383,8 +344,9 @@ async def acall(request: Request) -> BaseMessage:
 
 
 def _conduct(request: Request) -> _Conduct:
-    """Hold one call by its rules (tries, waits, deadlines): :func:`call`'s and :func:`acall`'s."""
-    limits, who = request.limits, f"{request.who} model"
+    """Hold one call by its rules (tries, waits, deadlines), for :func:`acall`."""
+    limits = request.limits
+    who = "model" if request.who == "model" else f"{request.who} model"
     deadline = time.monotonic() + limits.total
     streamed = request.watch is not None and not _cannot_stream(request.base)
     tries = 0
@@ -442,64 +404,67 @@ def _conduct(request: Request) -> _Conduct:
                     f"{str(value)[:300]})",
                     reason="unreadable",
                 )
-            if chunks:  # part of the reply was shown: the caller asks again, if anyone
-                raise _failed(value, who, transient=True)
-            if failure is None:
-                raise value  # not a provider's error: as it is
-            if not failure.may_pass or tries >= MAX_TRIES:
-                why = "it cannot pass by asking again" if not failure.may_pass else None
-                raise ProviderError(failure.said(who, why or f"after {tries} tries"))
-            wait = max(
-                failure.retry_after or 0.0, min(FIRST_BACKOFF * 2 ** (tries - 1), MAX_BACKOFF)
-            )
+            if chunks:  # part of the reply was shown: not asked again here (see broke_off)
+                raise _broke_off(value, failure, who)
+            may_pass = failure.may_pass if failure is not None else is_transient(value)
+            if failure is None and not may_pass:
+                raise value  # not a provider's error, and asking again cannot pass: as it is
+            if not may_pass or tries >= MAX_TRIES:
+                why = "it cannot pass by asking again" if not may_pass else None
+                raise _given_up(value, failure, who, why or f"after {tries} tries")
+            retry_after = failure.retry_after if failure is not None else None
+            wait = max(retry_after or 0.0, min(FIRST_BACKOFF * 2 ** (tries - 1), MAX_BACKOFF))
             left = deadline - time.monotonic()
             if wait >= left:
-                raise ProviderError(
-                    failure.said(
-                        who,
-                        f"the provider asks to wait {wait:g} s, past this call's deadline "
-                        f"({max(left, 0):.1f} s left of {limits.total:g} s, "
-                        f"{request.who}_timeouts.total)"
-                        if failure.retry_after
-                        else f"no time left to ask again within {limits.total:g} s",
-                    )
+                raise _given_up(
+                    value,
+                    failure,
+                    who,
+                    f"the provider asks to wait {wait:g} s, past this call's deadline "
+                    f"({max(left, 0):.1f} s left of {limits.total:g} s, "
+                    f"{request.who}_timeouts.total)"
+                    if retry_after
+                    else f"no time left to ask again within {limits.total:g} s",
                 )
             yield _Pause(wait)
             break
 
 
-def _failed(exc: BaseException, who: str, *, transient: bool) -> BaseException:
-    failure = provider_failure(exc)
-    if failure is None:
-        return exc
-    return ProviderError(failure.said(who, "after part of its reply had come"), transient=transient)
+def _given_up(
+    exc: BaseException, failure: ProviderFailure | None, who: str, why: str
+) -> ModelCallError:
+    """Return the error a call that will not be asked again raises: never transient."""
+    if failure is not None:
+        return ProviderError(failure.said(who, why))
+    said = str(exc).strip()[:1000] or "no message"
+    return ModelCallError(f"the {who} failed ({type(exc).__name__}): {said} ({why})")
+
+
+def _broke_off(exc: BaseException, failure: ProviderFailure | None, who: str) -> BaseException:
+    """Return the error of a reply that broke off after part of it was shown.
+
+    Transient (:func:`planexec.errors.broke_off`) if the error may pass: the watcher's caller
+    may start a new conversation. Any other error than a provider's is raised as it is.
+    """
+    why = "after part of its reply had come"
+    if failure is not None:
+        return ProviderError(failure.said(who, why), transient=failure.may_pass)
+    if is_transient(exc):
+        said = str(exc).strip()[:1000] or "no message"
+        what = f"the {who} failed ({type(exc).__name__}): {said} ({why})"
+        return ModelCallError(what, transient=True)
+    return exc
 
 
 # --- provider errors ---------------------------------------------------------------------------
 
-CANNOT_PASS = frozenset(
-    {
-        "insufficient_quota",
-        "billing_hard_limit_reached",
-        "billing_not_active",
-        "context_length_exceeded",
-        "string_above_max_length",
-        "invalid_api_key",
-        "model_not_found",
-        "content_policy_violation",
-    }
-)
-"""Provider error codes (or types) that no retry can pass, whatever their HTTP status."""
-
-RETRYABLE_STATUS = frozenset({408, 409, 429})
-
-TRANSIENT_WORDS = ("server", "overload", "rate", "timeout", "unavailable")
-"""Words of an error sent inside a 200 reply (no status to go by) that may pass if asked again."""
-
 
 @dataclass(frozen=True)
 class ProviderFailure:
-    """A provider's error as planexec reads it: what it said, and whether asking again may pass."""
+    """A provider's error as planexec reads it: what it said, and whether asking again may pass.
+
+    ``may_pass`` is :func:`planexec.errors.is_transient`'s answer: the one classifier.
+    """
 
     status: int | None
     code: str | None
@@ -539,56 +504,36 @@ def _provider_failure(exc: BaseException) -> ProviderFailure | None:
         fields = body if isinstance(body, dict) else {}
         code = fields.get("code") or fields.get("type")
         message = str(fields.get("message") or exc).strip()
-        codes = {str(fields.get("code")), str(fields.get("type"))}
-        may_pass = (status in RETRYABLE_STATUS or status >= 500) and not codes & CANNOT_PASS
         return ProviderFailure(
             status=status,
             code=str(code) if code else None,
             message=message[:1000],
-            may_pass=may_pass,
+            may_pass=is_transient(exc),
             retry_after=_retry_after(getattr(response, "headers", None)),
         )
-    if _is_connection_failure(exc):
+    if is_connection_failure(exc):
         return ProviderFailure(
             status=None, code=type(exc).__name__, message=str(exc)[:1000], may_pass=True
         )
     body = getattr(exc, "body", None)
     if _named(exc, "APIError") and not isinstance(body, dict):  # {"error": "some text"}
         words = str(body or exc)[:1000]
-        transient = any(w in words.lower() for w in TRANSIENT_WORDS)
-        return ProviderFailure(status=None, code=None, message=words, may_pass=transient)
+        return ProviderFailure(status=None, code=None, message=words, may_pass=is_transient(exc))
     if _named(exc, "APIError") and isinstance(body, dict):  # an error event in a 200 stream
         inner = body.get("error")
         said: dict[str, Any] = inner if isinstance(inner, dict) else body
         code = str(said.get("code") or said.get("type") or "") or None
-        codes = {str(said.get("code")), str(said.get("type"))}
-        transient = any(w in " ".join(codes) for w in TRANSIENT_WORDS)
         return ProviderFailure(
             status=None,
             code=code,
             message=str(said.get("message") or exc)[:1000],
-            may_pass=transient and not codes & CANNOT_PASS,
+            may_pass=is_transient(exc),
         )
     return None
 
 
 def _named(exc: BaseException, *names: str) -> bool:
     return any(kind.__name__ in names for kind in type(exc).__mro__)
-
-
-def _is_connection_failure(exc: BaseException) -> bool:
-    """Say whether a client failed to connect or timed out.
-
-    openai's and anthropic's errors, LangChain's subclasses of them (``OpenAITimeoutError``),
-    httpx's.
-    """
-    if _named(exc, "APIConnectionError", "APITimeoutError"):
-        return True
-    for name in ("httpx", "httpx2"):
-        module = sys.modules.get(name)
-        if module is not None and isinstance(exc, module.TransportError):
-            return True
-    return False
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -696,7 +641,7 @@ PROVIDER_PACKAGES = (
     "langchain_deepseek",
     "langchain_xai",
 )
-"""Provider integrations: their async clients never block the model loop, and their replies
+"""Provider integrations: their async clients never block the background loop, and their replies
 always carry a finish reason (one without it was cut off)."""
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
-from planexec.drafting.judging import Judgement, ajudge, cheap_problem, judge
+from planexec.drafting.judging import Judgement, cheap_problem, judge
 from planexec.guarantees.budget import Budget, BudgetExhausted, describe, run_budget, spending
 from planexec.guarantees.storable import storable_text
 from planexec.llm import models
@@ -74,38 +74,15 @@ def check_results(state: State, ctx: Context, *, sandbox: Sandbox, tools: ToolRe
     return Checked(plan, records, passed)
 
 
-def evaluate(
+async def evaluate(
     state: State, *, sandbox: Sandbox, tools: ToolRegistry, chat_models: models.ChatModels
 ) -> dict[str, Any]:
-    """Check the latest round's results and choose what happens next (sync runs)."""
+    """Check the latest round's results and choose what happens next (every run)."""
     ctx = context_of(get_runtime(Context).context)
     budget = run_budget(state, ctx)
-    found = check_results(state, ctx, sandbox=sandbox, tools=tools)
-    if not (ctx.llm_judge and found.passed) or budget.stop():
-        return within(budget, decide(state, ctx, found, None))
-    counter = UsageCounter("evaluator")
-    try:
-        with spending(budget):
-            judgement: Judgement | None = judge(
-                chat_models.for_role("evaluator", ctx),
-                found.plan["steps"],
-                found.passed,
-                counter.config(models.internal_call("judge model")),
-            )
-    except BudgetExhausted:
-        judgement = None
-    return {**within(budget, decide(state, ctx, found, judgement)), "usage": counter.usage()}
-
-
-async def aevaluate(
-    state: State, *, sandbox: Sandbox, tools: ToolRegistry, chat_models: models.ChatModels
-) -> dict[str, Any]:
-    """Check the latest round's results and choose what happens next (async runs)."""
-    ctx = context_of(get_runtime(Context).context)
     found = await asyncio.to_thread(  # reads outputs and files
         partial(check_results, sandbox=sandbox, tools=tools), state, ctx
     )
-    budget = run_budget(state, ctx)
     if not (ctx.llm_judge and found.passed) or budget.stop():
         return within(budget, decide(state, ctx, found, None))
     counter = UsageCounter("evaluator")
@@ -113,7 +90,7 @@ async def aevaluate(
     config = counter.config(models.internal_call("judge model"))
     try:
         with spending(budget):
-            judgement: Judgement | None = await ajudge(
+            judgement: Judgement | None = await judge(
                 model, found.plan["steps"], found.passed, config
             )
     except BudgetExhausted:

@@ -7,8 +7,8 @@ a finished step again. How a step runs is the execution layer's (:mod:`planexec.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -18,7 +18,9 @@ from langgraph.func import task
 from planexec.errors import PlanNotApprovedError
 from planexec.execution import (
     ExecutionRound,
+    StepFuture,
     StepOutcome,
+    all_ended,
     open_round,
     publisher,
     records_after,
@@ -57,6 +59,15 @@ run_step = task(_run_step)
 arun_step = task(_arun_step)
 
 
+def step_task(sync_run: bool) -> Callable[[StepDoc], StepFuture]:
+    """Return the durable step task a run calls: ``run_step`` on sync runs, else ``arun_step``.
+
+    LangGraph runs a sync run's tasks on its threads (a sync body) and an async run's on its
+    loop (an async body); both bodies run the same step (:func:`run_step_async`).
+    """
+    return run_step if sync_run else arun_step
+
+
 def approval_problem(state: State) -> str | None:
     """Say why the plan in state may not run (None when it is exactly the approved plan).
 
@@ -93,43 +104,20 @@ def _refusal(state: State, problem: str) -> dict[str, Any]:
     }
 
 
-def execute(
+async def execute(
     state: State,
     config: RunnableConfig,
     *,
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: ChatModels,
+    sync_run: bool = False,
 ) -> dict[str, Any]:
-    """Run the pending steps (sync callers: ``graph.invoke``)."""
-    if problem := approval_problem(state):
-        return _refusal(state, problem)
-    round_, to_run = open_round(
-        state, config, tools=tools, sandbox=sandbox, asynchronous=False, chat_models=chat_models
-    )
-    try:
-        with running(round_):  # the tasks' context: they take only their step as argument
-            futures = [run_step(step) for step in to_run]  # plan order: stable task ids
-            for step, fut in zip(to_run, futures, strict=True):
-                fut.add_done_callback(publisher(round_.gate, step))
-            concurrent.futures.wait(futures)
-    finally:
-        round_.close()
-    if to_run:
-        with contextlib.suppress(CheckpointStoreError):
-            round_.store.check_blocking()  # did the store fail after the last step started?
-    return _update(state, round_outcomes(round_, to_run, futures), round_)
+    """Run the pending steps (every run: a sync one runs this on planexec's background loop).
 
-
-async def aexecute(
-    state: State,
-    config: RunnableConfig,
-    *,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-    chat_models: ChatModels,
-) -> dict[str, Any]:
-    """Run the pending steps (async callers: ``graph.ainvoke``, the LangGraph server)."""
+    ``sync_run`` says which durable step task to call (:func:`step_task`) and how to reach the
+    checkpoint store (through its sync or async API).
+    """
     if problem := approval_problem(state):
         return _refusal(state, problem)
     round_, to_run = await asyncio.to_thread(  # touches the disk
@@ -138,13 +126,14 @@ async def aexecute(
         config,
         tools=tools,
         sandbox=sandbox,
-        asynchronous=True,
+        asynchronous=not sync_run,
     )
+    call = step_task(sync_run)
     with running(round_):  # the tasks' context: they take only their step as argument
-        futures = [arun_step(step) for step in to_run]  # plan order: stable task ids
+        futures = [call(step) for step in to_run]  # plan order: stable task ids
         for step, fut in zip(to_run, futures, strict=True):
             fut.add_done_callback(publisher(round_.gate, step))
-        await asyncio.gather(*futures, return_exceptions=True)
+        await all_ended(futures)
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             await round_.store.check()  # did the store fail after the last step started?

@@ -13,10 +13,8 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
 from planexec.context import ApprovalPolicy, Context, context_of
-from planexec.drafting import Draft, Drafting, adraft_plan, draft_plan, drafting
+from planexec.drafting import Draft, Drafting, draft_plan, drafting
 from planexec.execution.streaming import (
-    adrafted_and_ran,
-    astarted_before,
     draft_call,
     drafted_and_ran,
     opening_of,
@@ -27,7 +25,7 @@ from planexec.guarantees.budget import Budget, BudgetExhausted, run_budget, spen
 from planexec.llm import models, prompts
 from planexec.llm.usage import UsageCounter
 from planexec.memory.recall import FromMemory, adaptation, filled_plan, origin_of, recall
-from planexec.nodes.executor import arun_step, run_step
+from planexec.nodes.executor import step_task
 from planexec.plan import goal_of_task, to_doc
 from planexec.plan.doc import plan_digest
 from planexec.plan.records import pending_record, record_key
@@ -85,7 +83,7 @@ def _conversation(state: State, ctx: Context, *, tools: ToolRegistry, sandbox: S
     )
 
 
-def plan(
+async def plan(
     state: State,
     config: RunnableConfig,
     *,
@@ -93,8 +91,9 @@ def plan(
     sandbox: Sandbox,
     chat_models: models.ChatModels,
     operator_policy: ApprovalPolicy = "first",
+    sync_run: bool = False,
 ) -> dict[str, Any]:
-    """Ask the planner model for a plan (sync runs); invalid drafts are repaired (bounded).
+    """Ask the planner model for a plan; invalid drafts are repaired (bounded).
 
     Plan memory comes first: a template of the task's shape gives the plan with no model call,
     a similar one is adapted by the cheap model (:mod:`planexec.memory.recall`).
@@ -105,57 +104,14 @@ def plan(
     run whose earlier attempt finished steps that way streams its plan again to find them
     (:func:`planexec.execution.streaming.started_before`): they are replayed and recorded,
     never run twice, and under a policy that asks a human nothing else starts before the
-    approval. Plan memory is not used then (it would plan without them).
+    approval. Plan memory is not used then (it would plan without them). ``sync_run``: a sync
+    run (``invoke``) runs this on planexec's background loop.
     """
     runtime = get_runtime(Context)
     ctx = context_of(runtime.context)
     policy = effective_policy(operator_policy, ctx.approval)
-    finished = started_before(config)  # by an earlier attempt of this run, as the plan streamed
-    budget = run_budget(state, ctx)
-    found = None if finished else recall(state, ctx, runtime.store)
-    if found is not None:
-        remembered = filled_plan(found, tools, ctx)
-        memory_counter = UsageCounter("memory")
-        adapting = None if remembered else adaptation(found, state["task"], tools, ctx)
-        if adapting is not None:
-            model = chat_models.for_role("executor", ctx)
-            config = memory_counter.config(models.internal_call("plan memory model"))
-            try:
-                with spending(budget):
-                    draft = draft_plan(model, adapting, config)
-            except BudgetExhausted as exc:
-                return stopped(exc.stop, budget, memory_counter)
-            except Exception:  # memory never fails a run: the planner plans
-                draft = Draft(plan=None, errors=[])
-            if draft.plan is not None:
-                remembered = FromMemory(draft.plan, origin_of(found, draft.plan))
-        if remembered is not None:
-            return remembered_update(state, remembered, memory_counter, budget)
-    counter = UsageCounter("planner")
-    model, conversation = planner_call(
-        state, ctx, tools=tools, sandbox=sandbox, chat_models=chat_models
-    )
-    shared = round_args(ctx, budget, tools, sandbox, chat_models)
-    opening = opening_of(policy, finished, run_step, version=_next_version(state), **shared)
-    parts = _drafting_parts(state, ctx, counter, tools, sandbox)
-    call = draft_call("planner", model, conversation, budget, counter, **parts)
-    return drafted_and_ran(state, config, opening, call)
-
-
-async def aplan(
-    state: State,
-    config: RunnableConfig,
-    *,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-    chat_models: models.ChatModels,
-    operator_policy: ApprovalPolicy = "first",
-) -> dict[str, Any]:
-    """Ask the planner model for a plan (async runs: ``ainvoke``, the LangGraph server)."""
-    runtime = get_runtime(Context)
-    ctx = context_of(runtime.context)
-    policy = effective_policy(operator_policy, ctx.approval)
-    finished = await astarted_before(config)  # by an earlier attempt, as the plan streamed
+    # steps an earlier attempt of this run finished, as the plan streamed
+    finished = await started_before(config, sync_run=sync_run)
     budget = run_budget(state, ctx)
     found = (
         None if finished else await asyncio.to_thread(recall, state, ctx, runtime.store)
@@ -169,7 +125,7 @@ async def aplan(
             config = memory_counter.config(models.internal_call("plan memory model"))
             try:
                 with spending(budget):
-                    draft = await adraft_plan(model, adapting, config)
+                    draft = await draft_plan(model, adapting, config)
             except BudgetExhausted as exc:
                 return stopped(exc.stop, budget, memory_counter)
             except Exception:  # memory never fails a run: the planner plans
@@ -182,11 +138,12 @@ async def aplan(
     model, conversation = await asyncio.to_thread(  # lists the workspace, may load a model
         partial(planner_call, tools=tools, sandbox=sandbox, chat_models=chat_models), state, ctx
     )
-    shared = round_args(ctx, budget, tools, sandbox, chat_models)
-    opening = opening_of(policy, finished, arun_step, version=_next_version(state), **shared)
+    shared = round_args(ctx, budget, tools, sandbox, chat_models, sync_run=sync_run)
+    call_step = step_task(sync_run)
+    opening = opening_of(policy, finished, call_step, version=_next_version(state), **shared)
     parts = _drafting_parts(state, ctx, counter, tools, sandbox)
     call = draft_call("planner", model, conversation, budget, counter, **parts)
-    return await adrafted_and_ran(state, config, opening, call)
+    return await drafted_and_ran(state, config, opening, call)
 
 
 def _next_version(state: State) -> int:

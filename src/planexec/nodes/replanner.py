@@ -27,8 +27,6 @@ from planexec.context import ApprovalPolicy, Context, context_of
 from planexec.drafting import Draft, Drafting, drafting
 from planexec.drafting.revising import keepable, replanner_messages, signature
 from planexec.execution.streaming import (
-    adrafted_and_ran,
-    astarted_before,
     draft_call,
     drafted_and_ran,
     opening_of,
@@ -38,7 +36,7 @@ from planexec.execution.streaming import (
 from planexec.guarantees.budget import run_budget
 from planexec.llm import models, prompts
 from planexec.llm.usage import UsageCounter
-from planexec.nodes.executor import arun_step, run_step
+from planexec.nodes.executor import step_task
 from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
 from planexec.plan.doc import plan_digest, plan_of
 from planexec.plan.records import current_records, pending_record, record_key
@@ -90,7 +88,7 @@ def replanner_call(
     return chat_models.for_role("planner", ctx), conversation, start
 
 
-def replan(
+async def replan(
     state: State,
     config: RunnableConfig,
     *,
@@ -98,50 +96,31 @@ def replan(
     sandbox: Sandbox,
     chat_models: models.ChatModels,
     operator_policy: ApprovalPolicy = "first",
+    sync_run: bool = False,
 ) -> dict[str, Any]:
-    """Ask the planner model for the remaining work and merge it with the kept steps (sync).
+    """Ask the planner model for the remaining work and merge it with the kept steps.
 
     When no one approves plans (the stricter of ``operator_policy`` and the run's is
     ``never``), the revision's new steps start while the model writes it, as the planner's
     do (:mod:`planexec.execution.streaming`), and its first round runs here; a run resumed
     after an earlier attempt finished steps that way finds them again, never runs them twice.
+    ``sync_run``: a sync run (``invoke``) runs this on planexec's background loop.
     """
     ctx = context_of(get_runtime(Context).context)
     policy = effective_policy(operator_policy, ctx.approval)
-    finished = started_before(config)  # by an earlier attempt, as the revision streamed
-    counter = UsageCounter("replanner")
-    model, conversation, start = replanner_call(state, ctx, tools=tools, chat_models=chat_models)
-    budget = run_budget(state, ctx)
-    shared = round_args(ctx, budget, tools, sandbox, chat_models)
-    opening = opening_of(policy, finished, run_step, **shared, **_revision_round(start))
-    parts = _drafting_parts(state, ctx, counter, tools, chat_models, start)
-    call = draft_call("replanner", model, conversation, budget, counter, **parts)
-    return drafted_and_ran(state, config, opening, call)
-
-
-async def areplan(
-    state: State,
-    config: RunnableConfig,
-    *,
-    tools: ToolRegistry,
-    sandbox: Sandbox,
-    chat_models: models.ChatModels,
-    operator_policy: ApprovalPolicy = "first",
-) -> dict[str, Any]:
-    """Ask the planner model for the remaining work and merge it with the kept steps (async)."""
-    ctx = context_of(get_runtime(Context).context)
-    policy = effective_policy(operator_policy, ctx.approval)
-    finished = await astarted_before(config)  # by an earlier attempt, as the revision streamed
+    # steps an earlier attempt finished, as the revision streamed
+    finished = await started_before(config, sync_run=sync_run)
     counter = UsageCounter("replanner")
     model, conversation, start = await asyncio.to_thread(  # may load a model
         partial(replanner_call, tools=tools, chat_models=chat_models), state, ctx
     )
     budget = run_budget(state, ctx)
-    shared = round_args(ctx, budget, tools, sandbox, chat_models)
-    opening = opening_of(policy, finished, arun_step, **shared, **_revision_round(start))
+    shared = round_args(ctx, budget, tools, sandbox, chat_models, sync_run=sync_run)
+    call_step = step_task(sync_run)
+    opening = opening_of(policy, finished, call_step, **shared, **_revision_round(start))
     parts = _drafting_parts(state, ctx, counter, tools, chat_models, start)
     call = draft_call("replanner", model, conversation, budget, counter, **parts)
-    return await adrafted_and_ran(state, config, opening, call)
+    return await drafted_and_ran(state, config, opening, call)
 
 
 def _conversation(

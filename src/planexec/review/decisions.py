@@ -20,7 +20,6 @@ from functools import cache
 from typing import Annotated, Any, Literal
 
 from langchain.agents.middleware.human_in_the_loop import HITLResponse
-from langgraph.prebuilt.interrupt import HumanResponse
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
@@ -100,7 +99,7 @@ def response_schema() -> dict[str, Any]:
     ``[HumanResponse]``: published for clients, not enforced by LangGraph, so an answer outside
     it is refused by :func:`read_decision` with a reason and asked again.
     """
-    answers = ReviewDecision | HITLResponse | list[HumanResponse]
+    answers = ReviewDecision | HITLResponse | list[hitl.HumanResponse]
     return TypeAdapter(answers).json_schema()
 
 

@@ -13,16 +13,10 @@ The description both requests carry is :func:`planexec.review.describe.describe`
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
-from langchain.agents.middleware.human_in_the_loop import (
-    ActionRequest,
-    DecisionType,
-    HITLRequest,
-    ReviewConfig,
-)
-from langgraph.prebuilt.interrupt import ActionRequest as LegacyActionRequest
-from langgraph.prebuilt.interrupt import HumanInterruptConfig
+from langchain.agents.middleware import human_in_the_loop as v1
+from typing_extensions import TypedDict
 
 from planexec.guarantees.storable import unstorable_reason
 from planexec.state import PlanDoc
@@ -31,10 +25,38 @@ ACTION = "run_plan"
 """The one action the approval asks about: run this plan."""
 
 
-class HitlFields(HITLRequest):
+# The legacy Agent Inbox's shapes, under its own names. LangGraph's copies
+# (``langgraph.prebuilt.interrupt``) are deprecated for ``langchain.agents.interrupt``, which
+# the Python langchain does not have: the JSON is the same, and so are the schema's names.
+
+
+class ActionRequest(TypedDict):
+    """The legacy request's action: its name and its args (LangChain v1's is ``v1.Action``)."""
+
+    action: str
+    args: dict[str, Any]
+
+
+class HumanInterruptConfig(TypedDict):
+    """What the legacy request lets a reviewer do."""
+
+    allow_ignore: bool
+    allow_respond: bool
+    allow_edit: bool
+    allow_accept: bool
+
+
+class HumanResponse(TypedDict):
+    """A legacy answer: accept, ignore, a text response, or the edited action."""
+
+    type: Literal["accept", "ignore", "response", "edit"]
+    args: None | str | ActionRequest
+
+
+class HitlFields(v1.HITLRequest):
     """The keys both UIs read, added to planexec's own interrupt payload."""
 
-    action_request: LegacyActionRequest
+    action_request: ActionRequest
     config: HumanInterruptConfig
     description: str
 
@@ -58,13 +80,13 @@ def requests(
 ) -> HitlFields:
     """Build both UIs' requests for one action (:data:`ACTION`: its args are the plan)."""
     args = plan_args(plan) if args is None else args
-    allowed: list[DecisionType] = (
+    allowed: list[v1.DecisionType] = (
         ["approve", "edit", "reject"] if can_approve else ["edit", "reject"]
     )
     return HitlFields(
-        action_requests=[ActionRequest(name=action, args=args, description=description)],
-        review_configs=[ReviewConfig(action_name=action, allowed_decisions=allowed)],
-        action_request=LegacyActionRequest(action=action, args=args),
+        action_requests=[v1.ActionRequest(name=action, args=args, description=description)],
+        review_configs=[v1.ReviewConfig(action_name=action, allowed_decisions=allowed)],
+        action_request=ActionRequest(action=action, args=args),
         config=HumanInterruptConfig(
             allow_accept=can_approve, allow_edit=True, allow_respond=True, allow_ignore=True
         ),

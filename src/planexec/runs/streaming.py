@@ -78,6 +78,45 @@ def approver_of(decisions: object) -> Caller | None:
     return None
 
 
+class Driven:
+    """One driven run between its streams: what to send next, and where it stopped.
+
+    The run's logic, for :func:`drive` and :func:`adrive` alike: they only stream.
+    """
+
+    def __init__(
+        self,
+        config: RunnableConfig,
+        payload: Any,
+        on_event: OnEvent | None,
+        decide: Decide | None,
+    ) -> None:
+        """Drive a run of ``config`` that starts (or resumes) with ``payload``."""
+        self.config, self.payload, self.on_event, self.decide = config, payload, on_event, decide
+        self.pending: ApprovalRequest | None = None
+        self.refused = 0
+        self.streams = 0
+
+    def take(self, mode: str, chunk: Any) -> None:
+        """Take one streamed part: pass its events on, keep the approval request it carries."""
+        self.pending = take(mode, chunk, self.on_event) or self.pending
+
+    def stream_again(self) -> bool:
+        """Say whether to stream (again): first, then with ``decide``'s answer to an approval.
+
+        Raise :class:`RunError` after :data:`MAX_REFUSED` refused answers in a row.
+        """
+        self.streams += 1
+        if self.streams == 1:
+            return True
+        if self.pending is None or self.decide is None:
+            return False
+        self.refused = check_refusals(self.refused, self.payload, self.pending, self.config)
+        self.payload = Command(resume=dict(self.decide(self.pending)))
+        self.pending = None
+        return True
+
+
 def drive(
     graph: PlanexecGraph,
     config: RunnableConfig,
@@ -90,15 +129,11 @@ def drive(
 
     Raise :class:`RunError` after :data:`MAX_REFUSED` refused answers in a row.
     """
-    refused = 0
-    while True:
-        pending = None
-        for mode, chunk in graph.stream(payload, config, context=context, stream_mode=STREAM):
-            pending = take(mode, chunk, on_event) or pending
-        if pending is None or decide is None:
-            return graph.get_state(config).values, pending
-        refused = check_refusals(refused, payload, pending, config)
-        payload = Command(resume=dict(decide(pending)))
+    run = Driven(config, payload, on_event, decide)
+    while run.stream_again():
+        for mode, chunk in graph.stream(run.payload, config, context=context, stream_mode=STREAM):
+            run.take(mode, chunk)
+    return graph.get_state(config).values, run.pending
 
 
 async def adrive(
@@ -110,17 +145,12 @@ async def adrive(
     decide: Decide | None,
 ) -> Stopped:
     """Async :func:`drive`."""
-    refused = 0
-    while True:
-        pending = None
-        async for mode, chunk in graph.astream(
-            payload, config, context=context, stream_mode=STREAM
-        ):
-            pending = take(mode, chunk, on_event) or pending
-        if pending is None or decide is None:
-            return (await graph.aget_state(config)).values, pending
-        refused = check_refusals(refused, payload, pending, config)
-        payload = Command(resume=dict(decide(pending)))
+    run = Driven(config, payload, on_event, decide)
+    while run.stream_again():
+        parts = graph.astream(run.payload, config, context=context, stream_mode=STREAM)
+        async for mode, chunk in parts:
+            run.take(mode, chunk)
+    return (await graph.aget_state(config)).values, run.pending
 
 
 def check_refusals(

@@ -16,12 +16,11 @@ import contextlib
 import contextvars
 import threading
 import time
-import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from planexec.errors import ToolError
-from planexec.runtime import abandoned, workers
+from planexec.runtime import abandoned, background, workers
 from planexec.runtime.abandoned import AbandonedCall, CallScope
 
 CANCEL_GRACE = 0.1
@@ -142,10 +141,12 @@ class OffLoopCall:
 class OnLoopCall(OffLoopCall):
     """One async call on the caller's own loop, in a task of its own, awaited as an off-loop call.
 
-    No thread hop: the call may block the loop (its author vouches it does not). Its task is
-    awaited through a plain future, so a timeout still returns after at most
-    :data:`CANCEL_GRACE` even if the call swallows ``CancelledError``, and a call that goes on
-    is counted as abandoned until it ends; what it raises is reported as from a worker.
+    No thread hop: the call may block the loop (its author vouches it does not). On planexec's
+    background loop (sync runs) the tasks it leaves behind are cancelled when it ends
+    (:func:`planexec.runtime.background.tidy`). Its task is awaited through a plain future, so
+    a timeout still returns after at most :data:`CANCEL_GRACE` even if the call swallows
+    ``CancelledError``, and a call that goes on is counted as abandoned until it ends; what it
+    raises is reported as from a worker.
     """
 
     def _start(
@@ -161,6 +162,7 @@ class OnLoopCall(OffLoopCall):
         async def job() -> None:
             value: Any = None
             error: BaseException | None = None
+            owned = background.own_tasks()  # what the call leaves on the loop is cancelled
             try:
                 value = await self._body(make)
             except BaseException as exc:  # handed to the awaiting coroutine, as from a worker
@@ -168,19 +170,10 @@ class OnLoopCall(OffLoopCall):
             finally:
                 self._finish()
                 _settle_both(result, ended, value, error)
+                background.tidy(owned)
 
         self._job = loop.create_task(job())  # held: the loop keeps only weak references
-        _ON_LOOP_JOBS.add(self._job)
         return result, ended
-
-
-_ON_LOOP_JOBS: weakref.WeakSet[asyncio.Task[None]] = weakref.WeakSet()
-"""The tasks of :class:`OnLoopCall` calls (see :func:`calls_running_on`)."""
-
-
-def calls_running_on(loop: asyncio.AbstractEventLoop) -> list[asyncio.Task[None]]:
-    """Return the tasks of on-loop calls still running on ``loop`` (abandoned ones included)."""
-    return [job for job in list(_ON_LOOP_JOBS) if job.get_loop() is loop and not job.done()]
 
 
 def _settle_both(

@@ -26,6 +26,8 @@ from planexec.runtime.offloop import CANCEL_GRACE, OffLoopCall, OnLoopCall
 RETRY_ON_TIMEOUT = "retry_on_timeout"
 """Tool metadata key: ``True`` if a timed-out call of this tool may be retried (not the default).
 
+Read by the step's retry layer (:mod:`planexec.execution.retries`); nothing here retries.
+
 Set it with ``my_tool.metadata = {**(my_tool.metadata or {}), RETRY_ON_TIMEOUT: True}``.
 """
 
@@ -47,7 +49,8 @@ class StepTimeout(Exception):
     """An attempt ran past its time limit; its call was cancelled, or abandoned if it went on.
 
     Not a ``TimeoutError``: a timeout planexec imposes is not a transient error of the tool, and
-    is retried only for tools whose metadata sets :data:`RETRY_ON_TIMEOUT`.
+    is retried (by :mod:`planexec.execution.retries`) only for tools whose metadata sets
+    :data:`RETRY_ON_TIMEOUT`.
     """
 
     def __init__(self, seconds: float) -> None:
@@ -173,8 +176,3 @@ def _consume(task: asyncio.Task[Any]) -> None:
     """Retrieve an abandoned task's outcome so asyncio does not log it as never retrieved."""
     if not task.cancelled():
         task.exception()
-
-
-def retries_timeouts(tool_: BaseTool | None) -> bool:
-    """Say whether a tool declared its timed-out calls safe to retry (metadata, not default)."""
-    return tool_ is not None and bool((tool_.metadata or {}).get(RETRY_ON_TIMEOUT, False))

@@ -15,6 +15,7 @@ loop (no isolation) about 0.2 ms.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import queue
 import threading
@@ -113,3 +114,27 @@ _POOL = _Pool()
 def lease() -> Worker:
     """Return a worker for one call: an idle one, or a new one (never waits)."""
     return _POOL.lease()
+
+
+class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """An executor whose jobs run on planexec's daemon workers (the background loop's default).
+
+    Not the default ``ThreadPoolExecutor``: the interpreter waits for its threads at exit, so a
+    hung call would keep a process from ending after Ctrl-C. A subclass only because
+    asyncio takes no other kind of default executor.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` on a daemon worker."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run(_: object) -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # the caller's to see
+                future.set_exception(exc)
+
+        lease().submit(run)
+        return future

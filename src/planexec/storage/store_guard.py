@@ -7,8 +7,9 @@ step starts, :class:`StoreGuard` looks for two signs, through the run's own chec
 saver passed to ``build_graph``, or the server's):
 
 - a save that failed: LangGraph keeps the futures of its background saves until they
-  succeed; a failed one stays there. This is read through LangGraph internals (1.2.x) and
-  skipped if they are not found (``tests/integration/test_store_faults.py`` fails then);
+  succeed; a failed one stays there. This is read through LangGraph internals
+  (:func:`planexec.compat.langgraph.failed_background_saves`) and skipped if they are not
+  found (``tests/unit/test_langgraph_internals.py`` fails then);
 - a store that does not answer: a lookup of a thread that does not exist, through the saver's
   public ``get_tuple`` / ``aget_tuple`` (one indexed miss; callers at the same time share it,
   and an answer holds for :data:`PROBE_FRESH` seconds).
@@ -22,18 +23,14 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.constants import CONF, CONFIG_KEY_CHECKPOINTER
 
+from planexec.compat.langgraph import checkpointer_of, failed_background_saves
 from planexec.errors import PlanexecError
-
-CONFIG_KEY_CALL = "__pregel_call"
-"""LangGraph's config key for calling tasks from a node; its value holds the loop (private)."""
 
 PROBE_CONFIG: RunnableConfig = {
     "configurable": {"thread_id": "planexec-store-probe", "checkpoint_ns": ""}
@@ -89,10 +86,11 @@ class StoreGuard:
     @classmethod
     def of(cls, config: RunnableConfig, *, asynchronous: bool) -> StoreGuard:
         """Guard the checkpointer LangGraph is running this node with (from the node's config)."""
-        saver = config.get(CONF, {}).get(CONFIG_KEY_CHECKPOINTER)
-        if not isinstance(saver, BaseCheckpointSaver):
+        saver = checkpointer_of(config)
+        if saver is None:
             return cls(None, asynchronous=asynchronous)
-        return cls(saver, asynchronous=asynchronous, failed_save=failed_saves_of(config))
+        failed_save = failed_background_saves(config)
+        return cls(saver, asynchronous=asynchronous, failed_save=failed_save)
 
     @classmethod
     def disabled(cls) -> StoreGuard:
@@ -156,65 +154,3 @@ class StoreGuard:
             reason = describe(exc)
         if self.failure is None:
             self.failure = CheckpointStoreError(f"{what} ({reason})")
-
-
-def failed_saves_of(config: RunnableConfig) -> Callable[[], BaseException | None] | None:
-    """Find LangGraph's background saves of this run; return a check for a failed one.
-
-    LangGraph submits each save (``put_writes``, ``put``) to its loop's background executor,
-    which keeps a save's future until it succeeds and re-raises a failed one when the run
-    ends. Reached through the loop that a node's task-calling function is bound to: private
-    in LangGraph 1.2.x, so None (and only the probe) if the shape is not the expected one.
-    """
-    try:
-        call = config[CONF][CONFIG_KEY_CALL]
-        loop = call.keywords["schedule_task"].__self__
-        background: dict[Any, tuple[bool, bool]] = loop.submit.__self__.tasks
-    except (KeyError, AttributeError, TypeError):
-        return None
-    if not isinstance(background, dict):
-        return None
-
-    return FailedSaves(background)
-
-
-class FailedSaves:
-    """A check for a failed background save that looks at each save once, not at every call.
-
-    Called before every step while hundreds of saves may be pending: each future is given a
-    done callback when first seen (the newest first, up to one seen before: LangGraph's dict
-    keeps insertion order), so a call costs only the saves submitted since the last one.
-    """
-
-    def __init__(self, background: dict[Any, tuple[bool, bool]]) -> None:
-        """Watch LangGraph's dict of background save futures (and their flags)."""
-        self._background = background
-        self._watched: weakref.WeakSet[Any] = weakref.WeakSet()
-        self._error: BaseException | None = None
-
-    def __call__(self) -> BaseException | None:
-        """Return the error of a save that failed (and is re-raised at the run's end), if any."""
-        if self._error is not None:
-            return self._error
-        try:
-            keys = list(self._background)  # a copy: other threads update it
-        except RuntimeError:  # changed while copied: look again at the next step
-            return None
-        for fut in reversed(keys):
-            try:
-                if fut in self._watched:
-                    break  # this one and every older one are watched already
-                self._watched.add(fut)
-            except TypeError:  # not weakly referenceable: look at it every time
-                pass
-            flags = self._background.get(fut)
-            if isinstance(flags, tuple) and len(flags) == 2 and flags[1]:
-                if fut.done():
-                    self._record(fut)
-                else:
-                    fut.add_done_callback(self._record)
-        return self._error
-
-    def _record(self, fut: Any) -> None:
-        if self._error is None and not fut.cancelled() and fut.exception() is not None:
-            self._error = fut.exception()

@@ -90,8 +90,10 @@ def _parse_numbers(text: pd.Series[Any], decimal: str) -> tuple[pd.Series[Any], 
         .str.replace(mark, ".", regex=False)
     )
     numbers = pd.to_numeric(plain, errors="coerce").astype("float64")
-    numbers = numbers.where(~negative, -numbers)
-    return numbers.where(np.isfinite(numbers)), [str(x) for x in symbols]
+    overflowed = plain.notna() & numbers.isna()  # pandas 2 reads "1e400" as NaN, 3 as inf
+    if overflowed.any():
+        numbers = numbers.mask(overflowed, plain[overflowed].map(float).astype("float64"))
+    return numbers.where(~negative, -numbers), [str(x) for x in symbols]
 
 
 def as_numbers(series: pd.Series[Any], name: str, decimal: str = ".") -> Coerced:
@@ -116,11 +118,15 @@ def as_numbers(series: pd.Series[Any], name: str, decimal: str = ".") -> Coerced
         found.extend(symbols)
         return numbers
 
-    numbers = per_unique(series, parse)
+    numbers = per_unique(series, parse)  # ±inf where a number overflows a float
     symbols = sorted(set(found))
-    result = checked(
-        name, series, numbers, "numbers", 'pass numeric_columns without it, or options.decimal=","'
-    )
+    if np.isinf(numbers).any():  # named as the non-text path names it, whatever read it
+        result = checked(
+            name, series, numbers.where(np.isfinite(numbers)), "finite numbers", "fix them"
+        )
+    else:
+        hint = 'pass numeric_columns without it, or options.decimal=","'
+        result = checked(name, series, numbers, "numbers", hint)
     if len(symbols) == 1:
         result.unit = CURRENCY_NAMES.get(str(symbols[0]), str(symbols[0]))
     return result

@@ -10,14 +10,9 @@ import weakref
 from typing import Any
 
 from planexec.errors import ConfigurationError, ToolError, TransientToolError
+from planexec.runtime import background
 from planexec.tools.mcp.config import McpConfig
-from planexec.tools.mcp.sessions import (
-    CLOSE_TIMEOUT,
-    Server,
-    error_text,
-    mcp_loop_pid,
-    wait_on_mcp_loop,
-)
+from planexec.tools.mcp.sessions import CLOSE_TIMEOUT, Server, error_text
 from planexec.tools.mcp.tools import mcp_tools
 
 _open_servers: weakref.WeakSet[McpServers] = weakref.WeakSet()
@@ -64,7 +59,7 @@ class McpServers:
         for name, server in self.servers.items():
             try:
                 # the session's start and each page are bounded by the server's timeout
-                found[name] = wait_on_mcp_loop(server.list_tools(), server.timeout * 3 + 10)
+                found[name] = background.wait(server.list_tools(), server.timeout * 3 + 10)
             except Exception as exc:
                 detail = (
                     str(exc)
@@ -89,14 +84,14 @@ class McpServers:
 
     def close(self) -> None:
         """Close every open session (stdio servers' processes end); they reopen if used."""
-        if mcp_loop_pid() != os.getpid():  # another process's sessions (after a fork): not ours
+        if background.pid() != os.getpid():  # another process's sessions (after a fork): not ours
             return
 
         async def close_all() -> None:
             await asyncio.gather(*(s.close() for s in self.servers.values()))
 
         with contextlib.suppress(Exception):
-            wait_on_mcp_loop(close_all(), CLOSE_TIMEOUT * 2)
+            background.wait(close_all(), CLOSE_TIMEOUT * 2)
 
     def __enter__(self) -> McpServers:
         return self

@@ -1,7 +1,7 @@
 """planexec's own MCP sessions: opened once, reused by every call, closed by planexec.
 
-One daemon thread per process runs an event loop that owns every MCP session (the
-``planexec-mcp`` loop): a session is opened on first use (a stdio server's process started, an
+planexec's background loop (:mod:`planexec.runtime.background`) owns every MCP session: a
+session is opened on first use (a stdio server's process started, an
 HTTP server's handshake made), reused by every call of every step and run of the process,
 opened again when its server has gone away, and closed by :meth:`McpServers.close` or at the
 interpreter's exit. Calls reach that loop from any thread or loop
@@ -22,13 +22,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Coroutine
 from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
 from planexec.errors import ToolError, TransientToolError
 from planexec.guarantees.secrets import scrub_text
-from planexec.runtime.daemon_loop import DaemonLoop
 from planexec.tools.mcp.config import ServerConfig
 
 T = TypeVar("T")
@@ -46,30 +44,6 @@ log = logging.getLogger(__name__)
 
 class ServerGone(ToolError):
     """An MCP server exited or dropped its connection while a call waited on it."""
-
-
-_LOOP = DaemonLoop("planexec-mcp")
-
-
-def mcp_loop_pid() -> int:
-    """Return the process id the MCP loop was made in (0: none made yet)."""
-    return _LOOP.pid()
-
-
-def on_mcp_loop(work: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
-    """Run ``work`` on the MCP loop; return a future of the caller's loop for its result."""
-    future = asyncio.run_coroutine_threadsafe(work, _LOOP.get())
-    return asyncio.wrap_future(future)
-
-
-def wait_on_mcp_loop(work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run ``work`` on the MCP loop and wait for its result here (a sync caller)."""
-    future = asyncio.run_coroutine_threadsafe(work, _LOOP.get())
-    try:
-        return future.result(timeout)
-    except BaseException:
-        future.cancel()
-        raise
 
 
 class ErrorTail:

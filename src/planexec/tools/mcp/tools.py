@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from planexec.errors import ConfigurationError, ToolError, ToolNameClashError, TransientToolError
+from planexec.runtime import background
 from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
 from planexec.tools.mcp.config import ToolHints
 from planexec.tools.mcp.hints import cut, marks, tool_name
-from planexec.tools.mcp.sessions import Server, ServerGone, on_mcp_loop, wait_on_mcp_loop
+from planexec.tools.mcp.sessions import Server, ServerGone
 from planexec.tools.registry import origin
 from planexec.tools.returns import OUTPUT_SCHEMA, declared_schema
 
@@ -98,10 +99,10 @@ def make_tool(
     retry = bool(metadata[RETRY_ON_TIMEOUT])
 
     async def acall(**arguments: Any) -> Any:
-        return await on_mcp_loop(_call(server, remote, arguments, retry))
+        return await background.awaitable(_call(server, remote, arguments, retry))
 
     def call(**arguments: Any) -> Any:
-        return wait_on_mcp_loop(_call(server, remote, arguments, retry))
+        return background.wait(_call(server, remote, arguments, retry))
 
     schema = dict(item.inputSchema or {"type": "object", "properties": {}})
     schema.setdefault("type", "object")

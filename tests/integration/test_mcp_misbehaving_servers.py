@@ -1,5 +1,5 @@
-"""MCP servers that misbehave, found by a hostile review of issue 28: each once hung a call,
-leaked a key, grew without bound, or started servers nobody asked for."""
+"""MCP servers that misbehave: each once hung a call, leaked a key, grew without bound, or
+started servers nobody asked for."""
 
 from __future__ import annotations
 

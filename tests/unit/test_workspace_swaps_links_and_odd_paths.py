@@ -1,4 +1,4 @@
-"""Issue 29: nothing that changes the workspace's tree meanwhile can redirect a file tool.
+"""Nothing that changes the workspace's tree meanwhile can redirect a file tool.
 
 A process that can rename folders inside the workspace swaps a folder for a link to a folder
 outside it (and back), as fast as it can, while the tools as registered run: nothing lands

@@ -1,9 +1,9 @@
-"""Second hostile review of ``runs_on_loop`` tools, after the fixes of the first one.
+"""``runs_on_loop`` tools of unusual shapes, and what such a tool leaves behind on the loop.
 
-Attacks (a) the guard ``toolcalls.on_loop`` puts around a marked tool's coroutine at
-registration, with tools of unusual shapes and registries used in unusual ways, and (b) the
-sync round's :class:`~planexec.execution.scheduling.StepLoop`, which cancels what a round leaves
-on its loop and stops once all of it has ended. Everything is driven as a user would (build_graph,
+Checks (a) the guard ``toolcalls.on_loop`` puts around a marked tool's coroutine at
+registration, with tools of unusual shapes and registries used in unusual ways, and (b) what such a
+tool leaves on planexec's background loop (sync runs), cancelled once the call ends, and the one
+loop thread that serves them all. Everything is driven as a user would (build_graph,
 invoke / ainvoke / stream, scripted models); where a behaviour is compared, the control is the
 same tool left off the loop (a worker thread of its own).
 
@@ -42,6 +42,7 @@ from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import (
     calls,
     count,
+    loop_threads,
     plan_of,
     plan_reply,
     run_plan,
@@ -49,7 +50,6 @@ from tests.helpers import (
     scenario_report,
     scripted,
     step,
-    steps_threads,
     swallows,
     text_reply,
     thread,
@@ -288,7 +288,7 @@ def test_marked_tools_registered_twice_copied_or_added_to_the_default_registry(u
     graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry(registry))
     out = run_plan(graph, ctx(max_replans=0), "sync")
     names = [out["steps"][k]["output"] for k in "123"]
-    assert names[0] == names[1] == "planexec-steps", names
+    assert names[0] == names[1] == "planexec", names  # the background loop
     assert names[2].startswith("planexec-tool"), names
 
 
@@ -318,7 +318,9 @@ async def fine(label: str) -> str:
 
 def in_subprocess(*args: str, seconds: float = 60.0) -> dict[str, Any]:
     """Run a scenario of this module in a fresh process; return its report (or a wedge)."""
-    return scenario_report("tests.integration.test_hostile_onloop2", *args, seconds=seconds)
+    return scenario_report(
+        "tests.integration.test_on_loop_tool_shapes_and_leftovers", *args, seconds=seconds
+    )
 
 
 CHILD_TASK_EXIT_LIMIT = pytest.mark.xfail(
@@ -509,7 +511,6 @@ HELD: list[Any] = []
 def test_a_leftover_that_respawns_itself_when_cancelled_is_cancelled_until_it_stops(
     use_models, ctx, caplog
 ):
-    before = len(steps_threads())
     key = f"respawn-{time.time()}"
     plan = plan_of(step(1, "respawns_on_cancel", {"key": key, "times": 5}))
     use_models(planner=scripted(plan_reply(plan)))
@@ -519,7 +520,7 @@ def test_a_leftover_that_respawns_itself_when_cancelled_is_cancelled_until_it_st
         out = run_plan(graph, ctx(max_replans=0), "sync")
         assert time.time() - started < 3
         assert out["steps"]["1"]["status"] == "succeeded"
-        assert wait_until(lambda: len(steps_threads()) <= before, 2), steps_threads()
+        assert wait_until(lambda: len(loop_threads()) <= 1, 2), loop_threads()
     assert RESPAWNS[key] == 6
     assert all(task.done() for task in HELD)
 
@@ -552,7 +553,6 @@ def test_many_sync_runs_of_executor_model_steps_calling_on_loop_tools_leave_noth
     swallows cancellation (the step times out, the call is abandoned); thread count must not
     grow over runs; the abandoned calls are counted, then uncounted; no complaint from a
     closed loop."""
-    before_steps = len(steps_threads())
     before_all = threading.active_count()
     with no_loop_complaints(caplog):
         for n in range(5):
@@ -579,7 +579,7 @@ def test_many_sync_runs_of_executor_model_steps_calling_on_loop_tools_leave_noth
             assert calls[key] == 1 and calls[key + "c"] == 1
             assert [c["tool"] for c in abandoned_calls()].count("swallows") >= 1
         assert wait_until(lambda: not abandoned_calls(), 3)
-        assert wait_until(lambda: len(steps_threads()) <= before_steps, 3), steps_threads()
+        assert wait_until(lambda: len(loop_threads()) <= 1, 3), loop_threads()
         assert wait_until(lambda: threading.active_count() <= before_all + 2, 3), sorted(
             t.name for t in threading.enumerate()
         )
@@ -590,7 +590,6 @@ def test_an_abandoned_on_loop_call_of_a_round_that_replans_is_uncounted_and_its_
     use_models, ctx, caplog, mode
 ):
     key = f"replan-{mode}-{time.time()}"
-    before = len(steps_threads())
     first = plan_of(
         step(1, "swallows", {"key": key, "seconds": 0.8}),
         step(2, "counted", {"key": key + "-2"}, [1]),
@@ -614,14 +613,12 @@ def test_an_abandoned_on_loop_call_of_a_round_that_replans_is_uncounted_and_its_
         assert calls.get(key + "-3") == 1 and calls.get(key) == 1, calls
         if mode == "sync":
             assert took < 2.5, took
-            assert len(steps_threads()) >= before  # rounds with an abandoned call may stay
         assert wait_until(lambda: not abandoned_calls(), 3)
-        assert wait_until(lambda: len(steps_threads()) <= before, 3), steps_threads()
+        assert wait_until(lambda: len(loop_threads()) <= 1, 3), loop_threads()
 
 
 def test_an_abandoned_on_loop_call_across_an_ask_interrupt_and_resume(use_models, ctx, caplog):
     key = f"ask-{time.time()}"
-    before = len(steps_threads())
     plan = plan_of(
         {**step(1, "fails_first", {"key": key}), "on_failure": "ask"},
         step(2, "swallows", {"key": key + "-s", "seconds": 1.0}),
@@ -642,7 +639,7 @@ def test_an_abandoned_on_loop_call_across_an_ask_interrupt_and_resume(use_models
         )
         assert calls[key + "-s"] == 1
         assert wait_until(lambda: not abandoned_calls(), 3)
-        assert wait_until(lambda: len(steps_threads()) <= before, 3), steps_threads()
+        assert wait_until(lambda: len(loop_threads()) <= 1, 3), loop_threads()
 
 
 def test_a_crash_in_the_executor_node_after_its_round_leaves_the_abandoned_call_counted_then_not(
@@ -651,7 +648,6 @@ def test_a_crash_in_the_executor_node_after_its_round_leaves_the_abandoned_call_
     from planexec.nodes import executor as executor_node
 
     key = f"crash-{time.time()}"
-    before = len(steps_threads())
     plan = plan_of(
         step(1, "swallows", {"key": key, "seconds": 0.8}), step(2, "counted", {"key": key + "-2"})
     )
@@ -675,7 +671,7 @@ def test_a_crash_in_the_executor_node_after_its_round_leaves_the_abandoned_call_
         out = graph.invoke(None, config, context=context)  # resumes: finished steps replayed
         assert out["steps"]["2"]["status"] == "succeeded"
         assert calls[key] == 1 and calls[key + "-2"] == 1  # nothing ran twice
-        assert wait_until(lambda: len(steps_threads()) <= before, 3), steps_threads()
+        assert wait_until(lambda: len(loop_threads()) <= 1, 3), loop_threads()
 
 
 @pytest.mark.parametrize("where_", ["off", "on"])
@@ -686,7 +682,6 @@ def test_closing_a_sync_stream_while_an_on_loop_call_ignores_cancellation(
     (its step's limit is far away): closing returns no later than off the loop, the thread
     resumes, the call is never counted twice, and the round's thread ends."""
     key = f"close-{where_}-{time.time()}"
-    before = len(steps_threads())
     plan = plan_of(
         step(1, "counted", {"key": key + "-first"}),
         step(2, "swallows", {"key": key, "seconds": 1.2}, [1]),
@@ -711,7 +706,7 @@ def test_closing_a_sync_stream_while_an_on_loop_call_ignores_cancellation(
         out = graph.invoke(None, config, context=context)
         assert out["steps"]["2"]["status"] == "succeeded", out["steps"]["2"]
         assert calls[key + "-first"] == 1
-        assert wait_until(lambda: len(steps_threads()) <= before, 3), steps_threads()
+        assert wait_until(lambda: len(loop_threads()) <= 1, 3), loop_threads()
 
 
 class LoopClient:

@@ -1,4 +1,4 @@
-"""Hostile tests of async tools marked ``runs_on_loop`` (they run on the steps' own loop).
+"""Every promise made for a tool holds for async tools marked ``runs_on_loop`` (on the steps' loop).
 
 Each test drives planexec as a user would (build_graph, invoke / ainvoke / stream with
 scripted models) and checks that a promise made for every tool still holds for a tool marked
@@ -38,6 +38,7 @@ from tests.helpers import (
     async_sleep_for,
     calls,
     count,
+    loop_threads,
     plan_of,
     plan_reply,
     run_plan,
@@ -45,7 +46,6 @@ from tests.helpers import (
     scenario_report,
     scripted,
     step,
-    steps_threads,
     swallows,
     thread,
     wait_until,
@@ -156,7 +156,7 @@ def in_subprocess(*args: str, seconds: float = 60.0) -> dict[str, Any]:
     A wedged run never ends; ``seconds`` only bounds how long a failing test waits, and leaves
     room for a fresh process to start on a loaded machine (a few seconds of imports alone).
     """
-    return scenario_report("tests.integration.test_hostile_onloop", *args, seconds=seconds)
+    return scenario_report("tests.integration.test_on_loop_tool_guarantees", *args, seconds=seconds)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -268,7 +268,6 @@ def test_a_timed_out_on_loop_call_under_every_stream_mode_is_counted_then_uncoun
 
 
 def test_many_sync_runs_with_abandoned_on_loop_calls_leave_no_thread(use_models, ctx, caplog):
-    before = len(steps_threads())
     caplog.set_level(logging.ERROR, logger="asyncio")
     for n in range(6):
         plan = plan_of(
@@ -284,17 +283,16 @@ def test_many_sync_runs_with_abandoned_on_loop_calls_leave_no_thread(use_models,
         assert out["steps"]["2"]["status"] == "succeeded"
     assert abandoned_calls()  # the last ones go on for a while
     assert wait_until(lambda: not abandoned_calls(), 3)
-    assert wait_until(lambda: len(steps_threads()) <= before, 3), steps_threads()
+    assert wait_until(lambda: len(loop_threads()) <= 1, 3), loop_threads()
     problems = [r.getMessage() for r in caplog.records]
     assert not [p for p in problems if "destroyed" in p or "closed" in p], problems
 
 
 def test_a_task_an_on_loop_tool_leaves_behind_keeps_no_thread_per_sync_run(use_models, ctx):
     """Off the loop, what a call leaves on its worker's loop is cancelled after the call
-    (planexec.runtime.workers). On the loop, under a sync ``invoke``, the round's loop thread
-    waits for every task on it before it ends: a leftover that never ends keeps a thread for
-    every run."""
-    before = len(steps_threads())
+    (planexec.runtime.workers). On the loop, under a sync ``invoke``, every run's steps share
+    planexec's one background loop: a leftover keeps no thread of its own, and it is cancelled
+    when its call ends."""
     HELD.clear()
     for n in range(4):
         plan = plan_of(step(1, "leaves_task_behind", {"label": f"r{n}"}))
@@ -304,9 +302,8 @@ def test_a_task_an_on_loop_tool_leaves_behind_keeps_no_thread_per_sync_run(use_m
         assert out["steps"]["1"]["status"] == "succeeded"
     try:
         assert not abandoned_calls()
-        assert wait_until(lambda: len(steps_threads()) <= before, 1.0), (
-            f"{len(steps_threads()) - before} planexec-steps threads left by 4 finished runs"
-        )
+        assert wait_until(lambda: len(loop_threads()) <= 1, 1.0), loop_threads()
+        assert wait_until(lambda: all(task.done() for task in HELD), 2.0), HELD
     finally:  # stop the heartbeats so the threads end
         for task in HELD:
             with contextlib.suppress(RuntimeError):  # its loop closed: cancelled there already
@@ -613,7 +610,6 @@ def test_leaving_a_sync_stream_during_an_on_loop_call_leaves_the_thread_resumabl
     tools = onloop(counted, polite) if where_ == "on" else ToolRegistry([counted, polite])
     graph = build_graph(checkpointer=InMemorySaver(), tools=tools)
     config, context = thread(), ctx(max_replans=0)
-    before = len(steps_threads())
     graph.invoke({"task": "t"}, config, context=context)
     started = time.time()
     stream = graph.stream(
@@ -628,7 +624,7 @@ def test_leaving_a_sync_stream_during_an_on_loop_call_leaves_the_thread_resumabl
     assert out["steps"]["1"]["status"] == out["steps"]["2"]["status"] == "succeeded", out["steps"]
     assert calls[key + "-first"] == 1
     assert wait_until(lambda: not abandoned_calls(), 2)
-    assert wait_until(lambda: len(steps_threads()) <= before, 2), steps_threads()
+    assert wait_until(lambda: len(loop_threads()) <= 1, 2), loop_threads()
 
 
 # --- subprocess scenarios ------------------------------------------------------------------------

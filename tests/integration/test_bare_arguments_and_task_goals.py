@@ -1,4 +1,4 @@
-"""Hostile tests of the shorthand plans: bare arguments and a goal left out (the task's).
+"""Shorthand plans under attack: bare arguments, and a goal left out (the task's is used).
 
 Tests marked FINDING fail on the commit they attack (0a05bac); the others pin attacks that held.
 """
@@ -21,7 +21,7 @@ from planexec.plan import PlanValidationError, validate_plan
 from planexec.tools import ToolRegistry
 from tests import leaky
 from tests.helpers import echo, plan_reply, scripted, thread
-from tests.integration.test_async_hostile import leaked
+from tests.integration.test_sync_and_async_runs_match import leaked
 
 RAN: list[Any] = []
 
@@ -74,7 +74,8 @@ def test_a_secret_in_the_tasks_first_line_never_reaches_the_plans_goal(monkeypat
     scrubbed too; a goal the planner takes from the task itself is not: the raw key lands in
     ``plan.goal``, the approval interrupt, the approval's AI message (``messages`` stream), the
     ``updates`` stream and the checkpoints. The task text itself may stay as the user gave it
-    (the contract of ``test_async_hostile.leaked``); nothing derived from it may hold the key.
+    (the contract of ``test_sync_and_async_runs_match.leaked``); nothing derived from it may
+    hold the key.
     """
     for name, value in leaky.ENV.items():
         monkeypatch.setenv(name, value)
