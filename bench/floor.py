@@ -40,7 +40,7 @@ from langgraph.graph import StateGraph
 from overhead import RUNS, SIZES, async_ms, marginal_ms, prepare, sync_ms, tmp_db
 from typing_extensions import TypedDict
 
-from planexec.runtime import workers
+from planexec.concurrency import workers
 from planexec.storage.persistence import async_sqlite_saver, sqlite_saver
 
 

@@ -26,13 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import TOOLS, build_graph, table
 from langgraph.checkpoint.memory import InMemorySaver
 
-from planexec.guarantees.thread_lock import ahold, hold
 from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
+from planexec.storage.thread_lock import ahold, hold
 
 ROUNDS, WARMUP = 400, 20
 

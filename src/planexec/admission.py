@@ -33,12 +33,12 @@ from pydantic import ValidationError
 from planexec.compat.langgraph import parent_task_id
 from planexec.context import Context, context_from_dict, context_of, run_context
 from planexec.errors import PlanexecError
-from planexec.guarantees.storable import text_size, unstorable_reason
-from planexec.guarantees.thread_lock import ahold, hold, target
 from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
 from planexec.state import InputState, OutputState, PlanDoc, State
 from planexec.storage.outputs import output_of
+from planexec.storage.storable import text_size, unstorable_reason
+from planexec.storage.thread_lock import ahold, hold, target
 from planexec.tools.sandbox import Sandbox
 
 MAX_TASK_CHARS = 20_000

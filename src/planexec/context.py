@@ -40,7 +40,7 @@ from pydantic_core import ErrorDetails
 from typing_extensions import TypedDict, is_typeddict
 
 from planexec.errors import ConfigurationError
-from planexec.guarantees.storable import unstorable_reason
+from planexec.storage.storable import unstorable_reason
 
 ApprovalPolicy = Literal["always", "first", "never"]
 MAX_REPLANS = 30
@@ -350,7 +350,7 @@ class Context:
             setattr(self, name, {**defaults, **kept})
         check_context(self)
         if self.max_cost is not None:
-            from planexec.guarantees.budget import unpriced_models
+            from planexec.spending.budget import unpriced_models
 
             unpriced = unpriced_models(self)
             if unpriced:

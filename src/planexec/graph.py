@@ -21,6 +21,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 
 from planexec.admission import PlanexecGraph, admit
+from planexec.concurrency import background
 from planexec.context import ApprovalPolicy, Context
 from planexec.errors import ConfigurationError, broke_off
 from planexec.llm.models import ChatModels
@@ -38,7 +39,6 @@ from planexec.nodes import (
 )
 from planexec.review.authority import rules_from
 from planexec.review.notify import ApprovalHook, notifier_from
-from planexec.runtime import background
 from planexec.state import EmbeddedOutput, InputState, OutputState, State
 from planexec.tools import ToolRegistry, ToolsLike, default_registry
 from planexec.tools.sandbox import Sandbox, SandboxError
@@ -68,7 +68,7 @@ def one_node(
 
     An async run (``ainvoke``, the LangGraph server) awaits it on its own loop. A sync run
     (``invoke``, ``stream``) hands it to planexec's background loop and waits on LangGraph's
-    worker thread (:func:`planexec.runtime.background.run_blocking`: LangGraph's config, stream
+    worker thread (:func:`planexec.concurrency.background.run_blocking`: LangGraph's config, stream
     writer and runtime go with it), telling it ``sync_run=True`` if it takes that argument (it
     then calls the sync step task and a sync saver's sync API). ``bound`` is given to every call.
     """

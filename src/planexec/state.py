@@ -226,7 +226,7 @@ class BudgetStop(TypedDict):
 class FinalResult(TypedDict):
     """The run's outcome: an answer, the files it made, and what failed.
 
-    ``budget`` is there when a spent budget (:mod:`planexec.guarantees.budget`) ended the run, or
+    ``budget`` is there when a spent budget (:mod:`planexec.spending.budget`) ended the run, or
     when
     the run ended past one (calls and steps in flight when it was spent finished).
     """
@@ -367,3 +367,26 @@ class State(TypedDict):
     """The budget that was spent when a node found it so (the finalizer reports it)."""
     final: NotRequired[FinalResult | None]
     error: NotRequired[str | None]
+
+
+Finished = Literal["succeeded", "failed", "skipped"]  # a StepStatus other than "pending"
+
+
+class StepOutcome(TypedDict):
+    """How one step ended in this round: the result of its durable task."""
+
+    id: int
+    status: Finished
+    attempts: int
+    started_at: float | None
+    ended_at: float | None
+    output: Any
+    summary: str
+    error: str | None
+    usage: dict[str, RoleUsage]
+    output_file: NotRequired[OutputFile]
+    """Only for a spilled output (see :mod:`planexec.storage.outputs`); ``output`` is then None."""
+    refused_calls: NotRequired[list[RefusedCall]]
+    ran: NotRequired[str]
+    """Digest of the step that ran (:func:`planexec.execution.outcomes.ran_digest`): a replayed
+    result counts only for it."""

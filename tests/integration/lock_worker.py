@@ -26,7 +26,6 @@ from typing import Any
 from langgraph.types import Command
 
 from planexec import Context, build_graph
-from planexec.guarantees.thread_lock import ThreadBusyError
 from planexec.runs import run_settings, sandbox_for
 from planexec.storage.persistence import (
     async_postgres_saver,
@@ -34,6 +33,7 @@ from planexec.storage.persistence import (
     postgres_saver,
     sqlite_saver,
 )
+from planexec.storage.thread_lock import ThreadBusyError
 from planexec.tools.sandbox import Sandbox
 from tests.integration.lock_tools import TOOLS, log_lines
 

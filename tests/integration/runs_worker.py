@@ -27,8 +27,8 @@ from typing import Any
 from langchain_core.tools import tool
 
 from planexec import Context
-from planexec.guarantees.thread_lock import ThreadBusyError
 from planexec.runs import Runs, new_run
+from planexec.storage.thread_lock import ThreadBusyError
 from planexec.tools import ToolRegistry
 from planexec.tools.workspace import current_workspace
 from tests.helpers import plan_of, step

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from planexec.guarantees.secrets import REDACTED
+from planexec.redaction.secrets import REDACTED
 from tests import leaky
 
 

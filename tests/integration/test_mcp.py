@@ -13,9 +13,9 @@ from langgraph.types import Command
 from typer.testing import CliRunner
 
 from planexec import build_graph
+from planexec.concurrency.toolcalls import StepTimeout
 from planexec.errors import ConfigurationError, ToolError, TransientToolError
 from planexec.execution.retries import retryable
-from planexec.runtime.toolcalls import StepTimeout
 from planexec.tools import ToolRegistry
 from planexec.tools.mcp import McpServers, load_mcp_config
 from tests.helpers import plan_of, plan_reply, scripted, step, thread, wait_until

@@ -30,9 +30,9 @@ from langgraph.config import get_stream_writer
 from langgraph.types import Command
 
 from planexec import build_graph
-from planexec.guarantees.secrets import REDACTED
-from planexec.runtime.abandoned import abandoned_calls
-from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT, RUNS_ON_LOOP
+from planexec.concurrency.abandoned import abandoned_calls
+from planexec.concurrency.toolcalls import RETRY_ON_TIMEOUT, RUNS_ON_LOOP
+from planexec.redaction.secrets import REDACTED
 from planexec.tools import ToolRegistry
 from tests.helpers import (
     async_sleep_for,
@@ -290,7 +290,7 @@ def test_many_sync_runs_with_abandoned_on_loop_calls_leave_no_thread(use_models,
 
 def test_a_task_an_on_loop_tool_leaves_behind_keeps_no_thread_per_sync_run(use_models, ctx):
     """Off the loop, what a call leaves on its worker's loop is cancelled after the call
-    (planexec.runtime.workers). On the loop, under a sync ``invoke``, every run's steps share
+    (planexec.concurrency.workers). On the loop, under a sync ``invoke``, every run's steps share
     planexec's one background loop: a leftover keeps no thread of its own, and it is cancelled
     when its call ends."""
     HELD.clear()
@@ -489,7 +489,7 @@ def test_marks_that_are_not_bools_or_on_sync_tools_are_refused_every_way():
         ToolRegistry([sync_one.model_copy(update={"metadata": {RUNS_ON_LOOP: True}})])
     # marked after registration (by mutation): a sync tool still runs on a worker, a non-bool
     # mark is not a yes
-    from planexec.runtime.toolcalls import runs_on_loop
+    from planexec.concurrency.toolcalls import runs_on_loop
 
     registry = ToolRegistry([where])
     registry.get("where").metadata = {RUNS_ON_LOOP: "yes"}

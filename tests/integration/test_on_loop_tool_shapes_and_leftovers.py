@@ -35,9 +35,9 @@ from langgraph.types import Command
 from pydantic import BaseModel
 
 from planexec import build_graph
+from planexec.concurrency.abandoned import abandoned_calls
+from planexec.concurrency.toolcalls import runs_on_loop
 from planexec.llm.scripted import ScriptedReply
-from planexec.runtime.abandoned import abandoned_calls
-from planexec.runtime.toolcalls import runs_on_loop
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import (
     calls,

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from planexec import build_graph
-from planexec.guarantees.secrets import REDACTED
+from planexec.redaction.secrets import REDACTED
 from planexec.storage.persistence import async_sqlite_saver, sqlite_saver
 from tests import leaky
 from tests.helpers import thread

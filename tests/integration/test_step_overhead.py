@@ -20,8 +20,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from planexec import Context, build_graph
+from planexec.concurrency import workers
 from planexec.llm import models
-from planexec.runtime import workers
 from planexec.tools import ToolRegistry
 from tests.helpers import plan_of, plan_reply, scripted, step
 

@@ -18,10 +18,10 @@ from langgraph.types import Command
 from pydantic import Field
 
 from planexec import build_graph
-from planexec.guarantees.storable import unstorable_reason
 from planexec.llm.calls import MAX_TRIES
 from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.storage.persistence import postgres_saver, sqlite_saver
+from planexec.storage.storable import unstorable_reason
 from planexec.tools import ToolRegistry, default_registry
 from tests.helpers import plan_of, plan_reply, scripted, sleep_for, step, text_reply, thread
 

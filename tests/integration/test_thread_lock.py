@@ -35,7 +35,6 @@ from typer.testing import CliRunner
 from planexec import Context, build_graph
 from planexec.admission import admit
 from planexec.cli import app
-from planexec.guarantees.thread_lock import ThreadBusyError, advisory_key, hold
 from planexec.state import State
 from planexec.storage.persistence import (
     async_postgres_saver,
@@ -43,6 +42,7 @@ from planexec.storage.persistence import (
     postgres_saver,
     sqlite_saver,
 )
+from planexec.storage.thread_lock import ThreadBusyError, advisory_key, hold
 from planexec.tools.sandbox import Sandbox
 from tests.helpers import ROOT
 from tests.integration.lock_tools import LABELS, PLAN, TOOLS, ends, log_lines

@@ -19,9 +19,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from planexec import build_graph
+from planexec.concurrency.abandoned import abandoned_calls
+from planexec.concurrency.toolcalls import RETRY_ON_TIMEOUT
 from planexec.llm.scripted import ScriptedReply
-from planexec.runtime.abandoned import abandoned_calls
-from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
 from planexec.tools import ToolRegistry
 from tests.helpers import (
     async_sleep_for,

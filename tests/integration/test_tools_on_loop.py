@@ -22,9 +22,9 @@ from langgraph.config import get_stream_writer
 from langgraph.types import Command
 
 from planexec import build_graph
-from planexec.guarantees.secrets import REDACTED
-from planexec.runtime.abandoned import abandoned_calls
-from planexec.runtime.toolcalls import RUNS_ON_LOOP
+from planexec.concurrency.abandoned import abandoned_calls
+from planexec.concurrency.toolcalls import RUNS_ON_LOOP
+from planexec.redaction.secrets import REDACTED
 from planexec.tools import ToolRegistry
 from tests.helpers import plan_of, plan_reply, scripted, step, thread
 

@@ -45,7 +45,7 @@ def strict(kind):
 
 def request(can_approve=True):
     calls = describe.estimate_model_calls(PLAN, max_turns=6, judge=True)
-    text = describe.describe(PLAN, ["write_file"], calls, [])
+    text = describe.describe_plan(PLAN, ["write_file"], calls, [])
     return hitl.requests(PLAN, text, can_approve=can_approve)
 
 
@@ -124,13 +124,13 @@ LEGACY = [
 @pytest.mark.parametrize(("answer", "read"), V1)
 def test_v1_decisions_are_read_into_planexec_answers(answer, read):
     strict(HITLResponse)(answer)
-    assert hitl.planexec_answer(answer) == read
+    assert hitl.from_hitl_format(answer) == read
 
 
 @pytest.mark.parametrize(("answer", "read"), LEGACY)
 def test_legacy_responses_are_read_into_planexec_answers(answer, read):
     strict(list[HumanResponse])(answer)
-    assert hitl.planexec_answer(answer) == read
+    assert hitl.from_hitl_format(answer) == read
 
 
 @pytest.mark.parametrize(
@@ -168,17 +168,17 @@ def test_legacy_responses_are_read_into_planexec_answers(answer, read):
 )
 def test_unreadable_answers_are_refused_saying_why(answer, message):
     with pytest.raises(hitl.HitlAnswerError, match=message):
-        hitl.planexec_answer(answer)
+        hitl.from_hitl_format(answer)
 
 
 @pytest.mark.parametrize("answer", [{"action": "approve", "digest": "x"}, "approve", 7, None, {}])
 def test_planexec_answers_pass_unchanged(answer):
-    assert hitl.planexec_answer(answer) == answer
+    assert hitl.from_hitl_format(answer) == answer
 
 
 def test_names_in_a_legacy_accept_are_kept_to_be_checked():
     answer = [{"type": "accept", "args": {"digest": "d", "version": 2}}]
-    assert hitl.planexec_answer(answer) == {"action": "approve", "digest": "d", "version": 2}
+    assert hitl.from_hitl_format(answer) == {"action": "approve", "digest": "d", "version": 2}
 
 
 def rendered(markdown: str) -> list:
@@ -215,7 +215,7 @@ def test_a_plan_cannot_put_images_links_or_html_in_the_reviewers_chat(text):
         ],
     }
     calls = describe.estimate_model_calls(plan, max_turns=6, judge=False)
-    tokens = rendered(describe.describe(plan, ["write_file"], calls, [text]))
+    tokens = rendered(describe.describe_plan(plan, ["write_file"], calls, [text]))
     kinds = {t.type for t in tokens}
     assert not kinds & {"image", "link_open", "html_inline", "html_block"}, kinds
     assert "table_open" in kinds and sum(t.type == "tr_open" for t in tokens) == 3

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from planexec.drafting.judging import NOT_UNDERSTOOD, judge
+from planexec.judging import NOT_UNDERSTOOD, judge
 from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.llm.scrubbed import ScrubbedChatModel
 from planexec.llm.usage import UsageCounter

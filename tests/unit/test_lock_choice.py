@@ -1,6 +1,6 @@
 """A sync run and an async run on one saver choose the same lock for a thread.
 
-:func:`~planexec.guarantees.thread_lock.lock_for` (sync runs) and ``alock_for`` (async runs)
+:func:`~planexec.storage.thread_lock.lock_for` (sync runs) and ``alock_for`` (async runs)
 must name one lock for one thread, whatever the saver: if they differed, a sync run and an
 async run of one thread (``graph.invoke`` in a worker thread next to ``graph.ainvoke``, the
 CLI next to the server) would both go on and run every step twice. A sync call from the event
@@ -30,13 +30,13 @@ from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from planexec import build_graph
-from planexec.guarantees.thread_lock import FileLock, LocalLock, PgLock, alock_for, lock_for
 from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,
     postgres_saver,
     sqlite_saver,
 )
+from planexec.storage.thread_lock import FileLock, LocalLock, PgLock, alock_for, lock_for
 
 THREAD = "thread-1"
 POOL_KWARGS = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}

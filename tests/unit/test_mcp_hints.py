@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from planexec.guarantees.secrets import scrub_text
-from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
+from planexec.concurrency.toolcalls import RETRY_ON_TIMEOUT
+from planexec.redaction.secrets import scrub_text
 from planexec.tools import registry
 from planexec.tools.mcp import hints, load_mcp_config
 from planexec.tools.mcp.config import ToolHints

@@ -139,7 +139,7 @@ def test_a_schema_describes_what_is_stored_fields_by_name_durations_as_seconds()
     tools = ToolRegistry([aliased, use])
     shape = compact(tools.output_schema("aliased"))
     assert shape == "{file_name: string, took: number, at: string}"
-    from planexec.guarantees.storable import to_storable
+    from planexec.storage.storable import to_storable
 
     stored = to_storable(aliased.invoke({"x": "a.csv"}))
     check_output(tools.get("aliased"), stored)  # no error: what is stored fits

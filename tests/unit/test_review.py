@@ -12,7 +12,7 @@ from planexec.review.decisions import (
     Approve,
     Cancel,
     Reject,
-    planexec_answer,
+    normalized_answer,
     read_decision,
 )
 from planexec.review.describe import markdown_prose
@@ -33,8 +33,8 @@ def test_accepted_formats_read_into_a_decision(answer, expected):
 
 
 def test_text_that_is_not_json_names_the_action():
-    assert planexec_answer("Approve") == {"action": "approve"}
-    assert planexec_answer({"action": "edit"}) == {"action": "edit"}
+    assert normalized_answer("Approve") == {"action": "approve"}
+    assert normalized_answer({"action": "edit"}) == {"action": "edit"}
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,9 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.outputs import ChatResult
 
 from planexec.errors import ModelCallError
-from planexec.guarantees.scrubbed_io import ScrubbingStream
-from planexec.guarantees.secrets import (
+from planexec.llm import models
+from planexec.llm.scrubbed import ScrubbedChatModel
+from planexec.redaction.secrets import (
     QUERY_PASSWORD,
     REDACTED,
     mask_urls,
@@ -26,8 +27,7 @@ from planexec.guarantees.secrets import (
     secret_values,
     url_passwords,
 )
-from planexec.llm import models
-from planexec.llm.scrubbed import ScrubbedChatModel
+from planexec.redaction.stdio import ScrubbingStream
 from tests.strategies import examples
 
 KEY = "sk-unit-KEY-24680abcdef"

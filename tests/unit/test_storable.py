@@ -1,6 +1,6 @@
 """The one conversion rule for what tools and models return.
 
-(planexec.guarantees.storable.to_storable)
+(planexec.storage.storable.to_storable)
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 
-from planexec.guarantees.storable import MAX_DEPTH, UnstorableValueError, storable_text, to_storable
-from planexec.guarantees.storable import unstorable_reason as reason
+from planexec.storage.storable import MAX_DEPTH, UnstorableValueError, storable_text, to_storable
+from planexec.storage.storable import unstorable_reason as reason
 from tests.strategies import examples
 from tests.value_strategies import Box, Point, cyclic, nested, python_values
 

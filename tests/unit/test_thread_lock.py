@@ -10,15 +10,15 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from planexec import build_graph
 from planexec.errors import PlanexecError
-from planexec.guarantees import thread_lock
-from planexec.guarantees.thread_lock import (
+from planexec.storage import thread_lock
+from planexec.storage.persistence import sqlite_saver
+from planexec.storage.thread_lock import (
     LOCK_DIR_SUFFIX,
     FileLock,
     ThreadBusyError,
     advisory_key,
     hold,
 )
-from planexec.storage.persistence import sqlite_saver
 
 HOSTILE_IDS = [
     "../../../../tmp/evil",
@@ -116,8 +116,8 @@ async def test_a_run_cancelled_while_it_takes_the_lock_leaves_the_thread_free(
     import asyncio
     import time
 
-    from planexec.guarantees.thread_lock import ahold
     from planexec.storage.persistence import async_sqlite_saver
+    from planexec.storage.thread_lock import ahold
 
     real_acquire, taken = FileLock.acquire, asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -19,8 +19,8 @@ import typer
 from planexec.cli.review import Interrupted, Paused
 from planexec.cli.ui import EXIT_PIPE, console, styled
 from planexec.errors import PlanexecError
-from planexec.guarantees.scrubbed_io import scrubbed_stdio
-from planexec.storage.store_guard import CheckpointStoreError, describe
+from planexec.redaction.stdio import scrubbed_stdio
+from planexec.storage.store_guard import CheckpointStoreError, describe_failure
 
 EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
 
@@ -63,7 +63,7 @@ def _outcome(coro: Coroutine[Any, Any, int], running: Running) -> int:
         _error(str(exc))
     except (psycopg.Error, sqlite3.Error) as exc:
         _error(
-            f"the run database failed ({describe(exc)}); what was saved before is kept: "
+            f"the run database failed ({describe_failure(exc)}); what was saved before is kept: "
             "continue with `planexec resume THREAD_ID` (the thread shown above) when it works again"
         )
     return EXIT_ERROR

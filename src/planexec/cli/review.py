@@ -18,8 +18,8 @@ from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.review.estimate import estimate_lines
-from planexec.review.request import memory_lines, ran_lines
-from planexec.runs import ApprovalRequest, Caller
+from planexec.review.request import ApprovalRequest, memory_lines, ran_lines
+from planexec.runs import Caller, ReviewRequest
 
 ANSWERS = {
     "approve": {"", "y", "yes", "a", "approve", "ok"},
@@ -79,7 +79,7 @@ class Reviewer:
         self.waited = 0.0
         """Seconds spent waiting for the user's answers (the end summary tells them apart)."""
 
-    def __call__(self, request: ApprovalRequest) -> dict[str, Any]:
+    def __call__(self, request: ReviewRequest) -> dict[str, Any]:
         """Show the plan and what is wrong with it; return the reviewer's answer."""
         asked = time.monotonic()
         try:
@@ -87,10 +87,10 @@ class Reviewer:
         finally:
             self.waited += time.monotonic() - asked
 
-    def answer(self, request: ApprovalRequest) -> dict[str, Any]:
+    def answer(self, request: ReviewRequest) -> dict[str, Any]:
         """Return the reviewer's answer to ``request`` (see :meth:`__call__`)."""
         self.activity.stop()
-        if request.get("type") == "step_failure":  # a step whose plan says on_failure: "ask"
+        if request["type"] == "step_failure":  # a step whose plan says on_failure: "ask"
             try:
                 failed = dict(request)
                 return answer_failure(self.out, failed, yes=self.yes, no_revision=self.no_revision)

@@ -35,7 +35,7 @@ from langchain_core.tools import BaseTool
 
 from planexec.cli.guard import UserError
 from planexec.errors import ToolNameClashError
-from planexec.guarantees.secrets import scrub_text
+from planexec.redaction.secrets import scrub_text
 from planexec.tools import ToolRegistry, default_registry
 from planexec.tools.registry import MAX_TOOLS, describe_value, origin
 

@@ -21,10 +21,10 @@ from langchain_core.utils.json import parse_json_markdown
 
 from planexec.drafting.preview import PlanPreview, StepsSeen
 from planexec.errors import IncompleteReplyError
-from planexec.guarantees.storable import storable_text
 from planexec.llm import prompts
 from planexec.plan import Plan, PlanValidationError, validate_plan
 from planexec.plan.compact import CompactPlan
+from planexec.storage.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 
 

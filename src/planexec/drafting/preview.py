@@ -17,9 +17,9 @@ import ijson
 from langchain_core.messages import BaseMessage, BaseMessageChunk
 from langgraph.config import get_stream_writer
 
-from planexec.guarantees.secrets import redact, secret_values
-from planexec.guarantees.storable import UnstorableValueError, clean_text, text_size, to_storable
 from planexec.llm.replystream import watching
+from planexec.redaction.secrets import redact, secret_values
+from planexec.storage.storable import UnstorableValueError, clean_text, text_size, to_storable
 
 MAX_PREVIEW_CHARS = 20_000
 """A step whose text is longer is not previewed (the approval still shows it)."""

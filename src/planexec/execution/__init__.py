@@ -11,12 +11,12 @@ A step's journey, one module each, top to bottom:
 * :mod:`~planexec.execution.model_step` a ``"tool": null`` step's model loop;
 * :mod:`~planexec.execution.outcomes` what a step task returns, and the records made of it.
 
-Below it: :mod:`planexec.runtime.toolcalls` (calls off the loop, time limits),
+Below it: :mod:`planexec.concurrency.toolcalls` (calls off the loop, time limits),
 :mod:`planexec.storage.outputs`
 (inline or spilled outputs), :mod:`planexec.plan.references` (``$N``), :mod:`planexec.plan.records`.
 """
 
-from planexec.execution.outcomes import StepOutcome, outcome, records_after, round_usage
+from planexec.execution.outcomes import outcome, round_usage
 from planexec.execution.round import ExecutionRound, open_round, running
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.tasks import (

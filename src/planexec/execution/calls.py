@@ -1,8 +1,8 @@
 """One tool call of a step, as planexec makes it: off the loop, scrubbed, failures described.
 
 The real call runs quietly in its own thread (async tools on their own loop, see
-:mod:`planexec.runtime.toolcalls`): callbacks and traces, if there are any, see a stand-in run with
-scrubbed arguments and result (:mod:`planexec.llm.scrubbed`), and a failure is raised as
+:mod:`planexec.concurrency.toolcalls`): callbacks and traces, if there are any, see a stand-in
+run with scrubbed arguments and result (:mod:`planexec.llm.scrubbed`), and a failure is raised as
 :class:`ToolFailed` (or :class:`TransientToolFailed`) with a scrubbed message.
 """
 
@@ -14,13 +14,13 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
+from planexec.concurrency import toolcalls
+from planexec.concurrency.toolcalls import StepTimeout
 from planexec.errors import ToolError, TransientToolError, is_transient
-from planexec.guarantees.quiet import ToolRun, observed, quiet_config
-from planexec.guarantees.quiet import quiet as untraced
-from planexec.guarantees.secrets import redact
-from planexec.guarantees.storable import UnstorableValueError, to_storable
-from planexec.runtime import toolcalls
-from planexec.runtime.toolcalls import StepTimeout
+from planexec.redaction.secrets import redact
+from planexec.redaction.untraced import ToolRun, observed, quiet_config
+from planexec.redaction.untraced import quiet as untraced
+from planexec.storage.storable import UnstorableValueError, to_storable
 from planexec.tools.returns import check_output
 
 
@@ -46,7 +46,9 @@ async def call_tool(
         problem: tuple[str, bool] | None = None
         with untraced():
             try:
-                value = to_storable(await toolcalls.call_tool(tool_, args, quiet_config(secrets)))
+                value = to_storable(
+                    await toolcalls.call_isolated(tool_, args, quiet_config(secrets))
+                )
                 check_output(tool_, value)
                 return redact(value, secrets)
             except Exception as exc:  # reported as a scrubbed ToolFailed

@@ -15,16 +15,16 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from planexec.concurrency.offloop import run_in_thread
 from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.round import ExecutionRound
 from planexec.execution.steptools import Refusals, allowed_tools
-from planexec.guarantees.storable import to_storable
 from planexec.llm import prompts
 from planexec.llm.usage import UsageCounter
-from planexec.runtime.offloop import run_in_thread
 from planexec.state import StepDoc
 from planexec.storage.outputs import summarize
+from planexec.storage.storable import to_storable
 
 
 async def model_step(

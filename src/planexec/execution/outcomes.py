@@ -1,51 +1,28 @@
-"""What a step task returns (:class:`StepOutcome`), and how it becomes the step's record.
+"""What a step task returns: a :class:`~planexec.state.StepOutcome`, made by :func:`outcome`.
 
 A task's result is kept in the checkpoint, so an outcome is JSON with every secret removed; the
-executor node turns a round's outcomes into step records (:func:`records_after`) and sums the
-LLM usage they counted (:func:`round_usage`).
+executor node turns a round's outcomes into step records
+(:func:`planexec.plan.records.records_after`) and sums the LLM usage they counted
+(:func:`round_usage`).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, NotRequired
+from typing import Any
 
-from typing_extensions import TypedDict
-
-from planexec.guarantees.secrets import redact
-from planexec.guarantees.storable import storable_text
 from planexec.plan.doc import step_digest
-from planexec.plan.records import current_records, record_key
+from planexec.redaction.secrets import redact
 from planexec.state import (
+    Finished,
     OutputFile,
-    PlanDoc,
     RefusedCall,
     RoleUsage,
     StepDoc,
-    StepRecord,
+    StepOutcome,
     add_usage,
 )
-
-Finished = Literal["succeeded", "failed", "skipped"]  # a StepStatus other than "pending"
-
-
-class StepOutcome(TypedDict):
-    """How one step ended in this round: the result of its durable task."""
-
-    id: int
-    status: Finished
-    attempts: int
-    started_at: float | None
-    ended_at: float | None
-    output: Any
-    summary: str
-    error: str | None
-    usage: dict[str, RoleUsage]
-    output_file: NotRequired[OutputFile]
-    """Only for a spilled output (see :mod:`planexec.storage.outputs`); ``output`` is then None."""
-    refused_calls: NotRequired[list[RefusedCall]]
-    ran: NotRequired[str]
-    """Digest of the step that ran (:func:`ran_digest`): a replayed result counts only for it."""
+from planexec.storage.storable import storable_text
 
 
 def ran_digest(step: StepDoc) -> str:
@@ -95,7 +72,7 @@ def outcome(
 ) -> StepOutcome:
     """Build a step's outcome, secrets removed.
 
-    ``output`` must already be storable (:func:`planexec.guarantees.storable.to_storable`); the
+    ``output`` must already be storable (:func:`planexec.storage.storable.to_storable`); the
     summary
     and the error, which quote tools and models, are made storable here.
     """
@@ -115,66 +92,6 @@ def outcome(
     if refused_calls:
         result["refused_calls"] = redact(refused_calls, secrets)
     return result
-
-
-def earlier_outcome(step_id: int, record: StepRecord) -> StepOutcome | None:
-    """Return a step that finished in an earlier round as its dependents see it (else None)."""
-    status = record.get("status")
-    if status != "succeeded" and status != "failed" and status != "skipped":
-        return None
-    result = StepOutcome(
-        id=step_id,
-        status=status,
-        attempts=record.get("attempts", 0),
-        started_at=record.get("started_at"),
-        ended_at=record.get("ended_at"),
-        output=record.get("output"),
-        summary=record.get("summary", ""),
-        error=record.get("error"),
-        usage={},  # counted in its own round
-    )
-    if "output_file" in record:
-        result["output_file"] = record["output_file"]
-    return result
-
-
-def to_record(result: StepOutcome, digest: str, *, judged_retry: bool) -> StepRecord:
-    """Return the record of a step's outcome, for the step content whose digest is given."""
-    record = StepRecord(
-        step_digest=digest,
-        status=result["status"],
-        attempts=result["attempts"],
-        started_at=result["started_at"],
-        ended_at=result["ended_at"],
-        summary=result["summary"],
-        output=result["output"],
-        error=result["error"],
-    )
-    if result.get("output_file") is not None:
-        record["output_file"] = result["output_file"]
-    if result.get("refused_calls"):
-        record["refused_calls"] = result["refused_calls"]
-    if judged_retry:
-        record["judged_retry"] = True
-    return record
-
-
-def records_after(
-    plan: PlanDoc, before: dict[str, StepRecord], outcomes: list[StepOutcome]
-) -> dict[str, StepRecord]:
-    """Return the plan's step records once a round's ``outcomes`` are in.
-
-    ``before`` are the records as the evaluator left them: its mark on a judged retry carries
-    over (its bound on judge retries lives there).
-    """
-    steps = {s["id"]: s for s in plan["steps"]}
-    records = current_records(plan, before)
-    for result in outcomes:
-        key = record_key(result["id"])
-        digest = step_digest(steps[result["id"]], plan["goal"])
-        judged = bool(before.get(key, {}).get("judged_retry"))
-        records[key] = to_record(result, digest, judged_retry=judged)
-    return records
 
 
 def round_usage(outcomes: list[StepOutcome]) -> dict[str, RoleUsage]:

@@ -8,9 +8,10 @@ conversation ended with). It is attempted again:
 * for any error, up to ``1 + N`` attempts with the step's ``on_failure: {"retry": N}``;
 
 whichever is more (``max(step_max_attempts, 1 + N)``), after a capped exponential backoff
-(:func:`retry_delay`). A timeout planexec imposes (:class:`~planexec.runtime.toolcalls.StepTimeout`)
-is not a transient error of the tool: it is tried again only for a tool whose metadata says its
-timed-out calls are safe to repeat (:data:`planexec.runtime.toolcalls.RETRY_ON_TIMEOUT`).
+(:func:`retry_delay`). A timeout planexec imposes
+(:class:`~planexec.concurrency.toolcalls.StepTimeout`) is not a transient error of the tool: it is
+tried again only for a tool whose metadata says its timed-out calls are safe to repeat
+(:data:`planexec.concurrency.toolcalls.RETRY_ON_TIMEOUT`).
 
 A model request inside a step is not attempted again here for its own sake: the model layer
 (:mod:`planexec.llm.calls`) already asked it again as often as may help, and what it gives up
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 from langchain_core.tools import BaseTool
 
+from planexec.concurrency.toolcalls import RETRY_ON_TIMEOUT, StepTimeout
 from planexec.context import Context
 from planexec.errors import is_transient
-from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT, StepTimeout
 from planexec.state import StepDoc
 from planexec.tools.registry import ToolRegistry
 

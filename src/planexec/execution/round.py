@@ -17,14 +17,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
-from planexec.execution.outcomes import earlier_outcome
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.slots import SlotPool, chain_ranks
-from planexec.guarantees.budget import Budget, run_budget, spending
-from planexec.guarantees.secrets import secret_values
 from planexec.llm.models import ChatModels
 from planexec.plan.doc import plan_of, topological_order
-from planexec.plan.records import current_records, record_key
+from planexec.plan.records import current_records, earlier_outcome, record_key
+from planexec.redaction.secrets import secret_values
+from planexec.spending.budget import Budget, run_budget, spending
 from planexec.state import PlanDoc, State, StepDoc
 from planexec.storage.outputs import OutputStore
 from planexec.storage.store_guard import StoreGuard

@@ -6,7 +6,7 @@ for the steps it depends on, so a step starts as soon as its own dependencies ar
 then for one of the round's :class:`~planexec.execution.slots.SlotPool` slots (the gate tells
 the pool which steps just became ready, so a free slot goes to the most urgent of them). Under a
 sync ``invoke`` the tasks run on LangGraph's threads and hand their step to planexec's background
-loop (:mod:`planexec.runtime.background`), where every step runs, as on an async run's loop.
+loop (:mod:`planexec.concurrency.background`), where every step runs, as on an async run's loop.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import asyncio
 import threading
 from collections.abc import Mapping, Sequence
 
-from planexec.execution.outcomes import StepOutcome
 from planexec.execution.slots import SlotPool
 from planexec.execution.wakeups import wake_soon
+from planexec.state import StepOutcome
 
 
 # Hand-rolled: outcomes are published from LangGraph's threads (a replayed task's callback) and

@@ -17,23 +17,23 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.config import get_stream_writer
 
+from planexec.concurrency.abandoned import CallScope, abandoned_of, call_scope
+from planexec.concurrency.offloop import run_in_thread
+from planexec.concurrency.toolcalls import StepTimeout, with_time_limit
 from planexec.errors import ToolError
 from planexec.execution.calls import call_tool, describe_error
 from planexec.execution.model_step import model_step
-from planexec.execution.outcomes import StepOutcome, now, outcome
+from planexec.execution.outcomes import now, outcome
 from planexec.execution.retries import extra_attempts, retry_delay, retryable
 from planexec.execution.round import ExecutionRound
 from planexec.execution.steptools import Refusals
-from planexec.guarantees.budget import BudgetExhausted, describe
-from planexec.guarantees.secrets import redact
-from planexec.guarantees.storable import storable_text, to_storable
 from planexec.llm.usage import UsageCounter
 from planexec.plan.references import UnresolvedReferenceError, iter_references, resolve_references
-from planexec.runtime.abandoned import CallScope, abandoned_of, call_scope
-from planexec.runtime.offloop import run_in_thread
-from planexec.runtime.toolcalls import StepTimeout, within
-from planexec.state import OutputFile, StepDoc
+from planexec.redaction.secrets import redact
+from planexec.spending.budget import BudgetExhausted, describe_stop
+from planexec.state import OutputFile, StepDoc, StepOutcome
 from planexec.storage.outputs import keep_output, output_of, summary_of
+from planexec.storage.storable import storable_text, to_storable
 from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.workspace import use_workspace
 
@@ -90,7 +90,7 @@ def _usable(dep: int, done: StepOutcome, step: StepDoc, round_: ExecutionRound) 
 def _spent_budget(round_: ExecutionRound) -> str | None:
     """Say which budget of the run is spent (None while every budget has room)."""
     stop = round_.budget.stop() if round_.budget is not None else None
-    return describe(stop) if stop is not None else None
+    return describe_stop(stop) if stop is not None else None
 
 
 async def _resolve(
@@ -195,7 +195,7 @@ async def _attempt(
                 work = model_step(step, args, inputs, round_, config, counter, refusals)
             else:
                 work = call_tool(round_.tools.get(step["tool"]), args, config, round_.secrets)
-            value = await within(work, ctx.step_timeout)  # ends at the limit, always
+            value = await with_time_limit(work, ctx.step_timeout)  # ends at the limit, always
         if step["tool"] is None:  # a tool's result comes back storable and scrubbed already
             value = redact(to_storable(value), round_.secrets)
         return await keep_output(value, round_.outputs, ctx.inline_output_limit)

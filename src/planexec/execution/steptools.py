@@ -18,10 +18,10 @@ from typing import Any
 from langchain_core.tools import BaseTool
 
 from planexec.errors import ToolError
-from planexec.guarantees.secrets import redact
-from planexec.guarantees.storable import to_storable
 from planexec.plan.doc import step_tools
+from planexec.redaction.secrets import redact
 from planexec.state import RefusedCall, StepDoc
+from planexec.storage.storable import to_storable
 from planexec.tools.registry import ToolRegistry
 
 MAX_REFUSALS_KEPT = 20

@@ -43,26 +43,29 @@ from planexec.context import ApprovalPolicy, Context
 from planexec.drafting import Draft, Drafting, draft_plan
 from planexec.drafting.revising import signature
 from planexec.errors import broke_off
-from planexec.execution.outcomes import (
-    StepOutcome,
-    ran_digest,
-    records_after,
-    round_usage,
-    to_record,
-)
+from planexec.execution.outcomes import ran_digest, round_usage
 from planexec.execution.round import ExecutionRound, open_round, running
 from planexec.execution.slots import chain_ranks
 from planexec.execution.tasks import StepFuture, all_ended, publisher, result_of, round_outcomes
-from planexec.guarantees.budget import Budget, BudgetExhausted, spending, stopped
-from planexec.guarantees.secrets import redact
-from planexec.guarantees.storable import storable_text
 from planexec.llm.models import ChatModels, internal_call
 from planexec.llm.usage import UsageCounter
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plan.doc import step_digest, topological_order
-from planexec.plan.records import current_records, record_key
+from planexec.plan.records import current_records, record_key, records_after, to_record
+from planexec.redaction.secrets import redact
 from planexec.review.policy import runs_unapproved
-from planexec.state import PlanDoc, Revision, RoleUsage, State, StepDoc, StepRecord, add_usage
+from planexec.spending.budget import Budget, BudgetExhausted, spending, stopped
+from planexec.state import (
+    PlanDoc,
+    Revision,
+    RoleUsage,
+    State,
+    StepDoc,
+    StepOutcome,
+    StepRecord,
+    add_usage,
+)
+from planexec.storage.storable import storable_text
 from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox

@@ -12,12 +12,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from planexec.execution.outcomes import StepOutcome, outcome, ran_digest
+from planexec.concurrency import background
+from planexec.execution.outcomes import outcome, ran_digest
 from planexec.execution.round import ExecutionRound, current_round
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.step import execute_step
-from planexec.runtime import background
-from planexec.state import StepDoc
+from planexec.state import StepDoc, StepOutcome
 from planexec.storage.store_guard import CheckpointStoreError
 
 StepFuture = Future[Any] | asyncio.Future[Any]

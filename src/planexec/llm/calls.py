@@ -1,8 +1,8 @@
 """Every model call planexec makes: where it runs, within its time limits, whole.
 
-:class:`planexec.llm.scrubbed.ScrubbedChatModel` makes each real call through :func:`acall`
-(:func:`call` runs it on the background loop for a sync caller). This module is the one place
-that enforces what planexec promises about providers:
+:class:`planexec.llm.scrubbed.ScrubbedChatModel` makes each real call through
+:func:`request_reply` (:func:`request_reply_blocking` runs it on the background loop for a sync
+caller). This module is the one place that enforces what planexec promises about providers:
 
 * **Deadlines.** A call has three limits (``Context.<role>_timeouts``): ``connect`` (given to
   the client, for clients that take one), ``idle`` (the longest wait for the next part of a
@@ -10,7 +10,7 @@ that enforces what planexec promises about providers:
   ``total`` (the whole call, its retries and waits included). A call past one of them is
   cancelled (its connection closed) and raises :class:`ModelTimeoutError`.
 * **No client is bound to a loop that can close.** A provider integration's call runs on
-  planexec's background loop (:mod:`planexec.runtime.background`), which lives as long as the
+  planexec's background loop (:mod:`planexec.concurrency.background`), which lives as long as the
   process, whatever called (``invoke`` or ``ainvoke``, one run or many, threads, the server),
   so a client's connection pool is only ever used from that loop. Any other model runs on a
   daemon worker, as a tool does (:func:`mode_of`): code of its own that blocks holds only its
@@ -66,6 +66,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 
+from planexec.concurrency import background, workers
 from planexec.errors import (
     IncompleteReplyError,
     ModelCallError,
@@ -75,7 +76,6 @@ from planexec.errors import (
     is_transient,
 )
 from planexec.llm.endpoint import endpoint_of, urls_shown
-from planexec.runtime import background, workers
 
 MAX_TRIES = 3
 """Most requests one model call makes for errors that may pass (within its deadline).
@@ -299,12 +299,12 @@ _Op = _Start | _Wait | _Pause
 _Conduct = Generator[_Op, "Event | None", BaseMessage]
 
 
-def call(request: Request) -> BaseMessage:
-    """Make a model call for a sync caller: :func:`acall` on the background loop; block here."""
-    return background.run_blocking(lambda: acall(request))
+def request_reply_blocking(request: Request) -> BaseMessage:
+    """Make a model call for a sync caller: :func:`request_reply` on the background loop."""
+    return background.run_blocking(lambda: request_reply(request))
 
 
-async def acall(request: Request) -> BaseMessage:
+async def request_reply(request: Request) -> BaseMessage:
     """Make a model call for an async caller (its loop stays free); return the reply."""
     caller = asyncio.get_running_loop()
     conduct = _conduct(request)
@@ -344,7 +344,7 @@ async def acall(request: Request) -> BaseMessage:
 
 
 def _conduct(request: Request) -> _Conduct:
-    """Hold one call by its rules (tries, waits, deadlines), for :func:`acall`."""
+    """Hold one call by its rules (tries, waits, deadlines), for :func:`request_reply`."""
     limits = request.limits
     who = "model" if request.who == "model" else f"{request.who} model"
     deadline = time.monotonic() + limits.total

@@ -11,7 +11,7 @@ like a key (:func:`key_like`), and does not follow a part that names a secret (`
 ``auth``, ``bearer``, ``credential``, ``session``, in any case and with any separators). The
 user name and password, the query, the fragment and each part's ``;params`` are never shown; a
 host label that looks like a key is masked; any secret value left is scrubbed
-(:func:`planexec.guarantees.secrets.scrub_text`). So ``/v1/chat/completions`` or
+(:func:`planexec.redaction.secrets.scrub_text`). So ``/v1/chat/completions`` or
 ``/openai/deployments/gpt-4o-mini-2024-07-18/chat/completions`` show whole, and
 ``/v1/key/Xk29fj3LmQ`` shows as ``/v1/key/***``. A URL it cannot read shows as its scheme and
 host, or as ``(a URL that cannot be parsed)``.
@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable
 from urllib.parse import unquote, urlsplit
 
-from planexec.guarantees.secrets import MASK, SECRET_NAME, scrub_text
+from planexec.redaction.secrets import MASK, SECRET_NAME, scrub_text
 
 UNPARSEABLE = "(a URL that cannot be parsed)"
 """What a URL shows as when not even its host can be read."""
@@ -195,7 +195,7 @@ def key_like(text: str, *, host: bool = False) -> bool:
     of 16+ letters and digits mixing both or of 24+ of either, a word of 8+ letters and digits
     mixing upper case and digits (``Zk81mMnq.…``, ``ZK81MMNQ-…``), or a 16+ run joined by ``-``
     or ``_`` that mixes upper case, lower case and digits. A path part also does when a word that
-    names a secret (the environment's rule, :data:`planexec.guarantees.secrets.SECRET_NAME`:
+    names a secret (the environment's rule, :data:`planexec.redaction.secrets.SECRET_NAME`:
     ``key``, ``token``, ``auth``…) is joined to a value (``key-…``, ``api_key=…``); a host
     label does not (``auth.example.com`` is a server). Masking a word by mistake costs a
     message a little detail; showing a key leaks it.

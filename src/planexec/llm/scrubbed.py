@@ -4,16 +4,16 @@ LangChain reports every model and tool call to the run's callbacks: tracers (Lan
 any other), LangGraph's ``messages`` stream, ``astream_events`` and the server's ``events``
 mode. planexec runs each real call *quietly* (no callbacks inherited, LangSmith tracing off)
 and shows callbacks a stand-in run instead, whose inputs and outputs are scrubbed
-(:func:`planexec.guarantees.secrets.redact`): a model that repeats a key, or a tool that returns,
+(:func:`planexec.redaction.secrets.redact`): a model that repeats a key, or a tool that returns,
 raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
 
 * :class:`ScrubbedChatModel` wraps a chat model (``models.load_chat_model`` returns every
   model this way). It never streams tokens to callbacks: a secret split across tokens could
   not be recognised, so the ``messages`` stream gets each reply whole, scrubbed (a plan's
   steps are previewed whole, scrubbed, through :mod:`planexec.llm.replystream`).
-* :class:`planexec.guarantees.quiet.ToolRun` is the stand-in of one tool call (``execution.calls``
+* :class:`planexec.redaction.untraced.ToolRun` is the stand-in of one tool call (``execution.calls``
 makes
-  it); the real call runs inside :func:`planexec.guarantees.quiet.quiet` with ``quiet_config``,
+  it); the real call runs inside :func:`planexec.redaction.untraced.quiet` with ``quiet_config``,
   whose
   stream writer scrubs what the tool itself writes to the ``custom`` stream.
 """
@@ -39,12 +39,12 @@ from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.runnables.config import var_child_runnable_config
 from pydantic import ConfigDict
 
-from planexec.guarantees.budget import check_spending
-from planexec.guarantees.quiet import quiet, scrub_exception
-from planexec.guarantees.secrets import redact, secret_values
 from planexec.llm import calls as modelcalls
 from planexec.llm.calls import Limits, Request
 from planexec.llm.replystream import current_watcher
+from planexec.redaction.secrets import redact, secret_values
+from planexec.redaction.untraced import quiet, scrub_exception
+from planexec.spending.budget import check_spending
 
 
 class ScrubbedChatModel(BaseChatModel):
@@ -123,7 +123,7 @@ class ScrubbedChatModel(BaseChatModel):
         """Scrub the prompts, then generate (callbacks see the scrubbed prompts).
 
         Every model call of a run comes through here or :meth:`agenerate`: once a budget of the
-        run is spent (:mod:`planexec.guarantees.budget`), no call starts.
+        run is spent (:mod:`planexec.spending.budget`), no call starts.
         """
         check_spending()
         return super().generate([redact(m) for m in messages], *args, **kwargs)
@@ -159,7 +159,7 @@ class ScrubbedChatModel(BaseChatModel):
         secrets = secret_values()
         request = self._request(messages, stop, kwargs)
         with _raw_call(secrets):
-            reply = modelcalls.call(request)
+            reply = modelcalls.request_reply_blocking(request)
         return _scrubbed_result(reply, secrets)
 
     async def _agenerate(
@@ -172,7 +172,7 @@ class ScrubbedChatModel(BaseChatModel):
         secrets = secret_values()
         request = self._request(messages, stop, kwargs)
         with _raw_call(secrets):
-            reply = await modelcalls.acall(request)
+            reply = await modelcalls.request_reply(request)
         return _scrubbed_result(reply, secrets)
 
 

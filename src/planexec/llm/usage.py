@@ -4,7 +4,7 @@ A node makes a :class:`UsageCounter` for its role, passes ``counter.config()`` t
 calls, and returns ``{"usage": counter.usage()}``; the state's ``usage`` reducer
 (:func:`planexec.state.add_usage`) sums the roles over the run. Each counted call is also
 added to the run's budget, when one is spent in this context
-(:func:`planexec.guarantees.budget.spending`),
+(:func:`planexec.spending.budget.spending`),
 so the steps of one round see each other's tokens at once.
 """
 
@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langchain_core.runnables.config import merge_configs
 
-from planexec.guarantees.budget import current_budget
+from planexec.spending.budget import current_budget
 from planexec.state import RoleUsage, add_usage
 
 MAX_TOKENS_PER_CALL = 2**40

@@ -17,8 +17,8 @@ from typing import Any, Literal
 from langgraph.store.base import BaseStore
 from typing_extensions import TypedDict
 
-from planexec.guarantees.secrets import redact
 from planexec.memory import templates as t
+from planexec.redaction.secrets import redact
 
 NAMESPACE = ("planexec", "plans")
 MAX_TEMPLATES_SCANNED = 200

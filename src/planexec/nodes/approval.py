@@ -63,7 +63,7 @@ from planexec.review.decisions import (
     response_schema,
 )
 from planexec.review.identity import (
-    describe,
+    describe_identity,
     identity_problem,
     on_server,
     policy_identity,
@@ -189,8 +189,8 @@ def review(
         if not authority.proposes_only(rules, side_effects):
             return None
         return (
-            f"{describe(who)} edited the plan into one with side effects: another approver must "
-            "approve it (separate_approver)"
+            f"{describe_identity(who)} edited the plan into one with side effects: another "
+            "approver must approve it (separate_approver)"
         )
 
     try:

@@ -1,6 +1,6 @@
 """Evaluator node: check results against what steps were meant to produce, then decide.
 
-Every newly succeeded step gets the cheap checks of :mod:`planexec.drafting.judging` (output
+Every newly succeeded step gets the cheap checks of :mod:`planexec.judging` (output
 present,
 declared files exist); with ``llm_judge`` the judge also sees them, in one call per round.
 Decisions: finish, retry, replan, give_up.
@@ -16,15 +16,21 @@ from typing import Any
 from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
-from planexec.drafting.judging import Judgement, cheap_problem, judge
-from planexec.guarantees.budget import Budget, BudgetExhausted, describe, run_budget, spending
-from planexec.guarantees.storable import storable_text
+from planexec.judging import Judgement, cheap_problem, judge
 from planexec.llm import models
 from planexec.llm.usage import UsageCounter
 from planexec.plan.doc import plan_of, topological_order
 from planexec.plan.records import current_records, pending_record, record_key
+from planexec.spending.budget import (
+    Budget,
+    BudgetExhausted,
+    describe_stop,
+    run_budget,
+    spending,
+)
 from planexec.state import Evaluation, PlanDoc, State, StepDoc, StepRecord
 from planexec.storage.outputs import OutputFileError, output_of
+from planexec.storage.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox
 
@@ -84,7 +90,7 @@ async def evaluate(
         partial(check_results, sandbox=sandbox, tools=tools), state, ctx
     )
     if not (ctx.llm_judge and found.passed) or budget.stop():
-        return within(budget, decide(state, ctx, found, None))
+        return ending_if_spent(budget, decide(state, ctx, found, None))
     counter = UsageCounter("evaluator")
     model = await asyncio.to_thread(chat_models.for_role, "evaluator", ctx)
     config = counter.config(models.internal_call("judge model"))
@@ -95,17 +101,20 @@ async def evaluate(
             )
     except BudgetExhausted:
         judgement = None
-    return {**within(budget, decide(state, ctx, found, judgement)), "usage": counter.usage()}
+    return {
+        **ending_if_spent(budget, decide(state, ctx, found, judgement)),
+        "usage": counter.usage(),
+    }
 
 
-def within(budget: Budget, decided: dict[str, Any]) -> dict[str, Any]:
+def ending_if_spent(budget: Budget, decided: dict[str, Any]) -> dict[str, Any]:
     """End the run instead of retrying or replanning once a budget is spent (naming it)."""
     decided["busy_seconds"] = budget.elapsed()
     stop = budget.stop()
     evaluation = decided.get("evaluation")
     if stop is None or evaluation is None or evaluation["decision"] == "finish":
         return decided
-    decided["evaluation"] = Evaluation(decision="give_up", reason=describe(stop), retry=[])
+    decided["evaluation"] = Evaluation(decision="give_up", reason=describe_stop(stop), retry=[])
     decided["budget_stop"] = stop
     return decided
 

@@ -19,11 +19,9 @@ from planexec.errors import PlanNotApprovedError
 from planexec.execution import (
     ExecutionRound,
     StepFuture,
-    StepOutcome,
     all_ended,
     open_round,
     publisher,
-    records_after,
     round_outcomes,
     round_usage,
     run_step_async,
@@ -32,7 +30,8 @@ from planexec.execution import (
 )
 from planexec.llm.models import ChatModels
 from planexec.plan.doc import plan_digest, plan_of
-from planexec.state import ApprovalRecord, State, StepDoc
+from planexec.plan.records import records_after
+from planexec.state import ApprovalRecord, State, StepDoc, StepOutcome
 from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox

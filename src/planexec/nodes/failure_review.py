@@ -40,13 +40,12 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import Context, context_of
-from planexec.guarantees.secrets import redact
-from planexec.guarantees.storable import storable_text
 from planexec.nodes.evaluator import downstream
 from planexec.nodes.executor import approval_problem
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plan.doc import plan_digest, plan_of
 from planexec.plan.records import current_records, pending_record, record_key, records_after_edit
+from planexec.redaction.secrets import redact
 from planexec.review import authority, hitl
 from planexec.review.authority import ApprovalRules
 from planexec.review.checks import step_limit
@@ -73,6 +72,7 @@ from planexec.state import (
     StepDoc,
     StepRecord,
 )
+from planexec.storage.storable import storable_text
 from planexec.tools.registry import ToolRegistry
 
 

@@ -24,10 +24,10 @@ from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
-from planexec.guarantees.budget import run_budget
 from planexec.memory import PlanMemory
 from planexec.nodes.conversation import answer_message
 from planexec.plan.records import current_records, record_key
+from planexec.spending.budget import run_budget
 from planexec.state import BudgetStop, FinalResult, FinalStatus, State, StepDoc
 from planexec.storage.outputs import OutputFileError, OutputStore, output_of
 from planexec.tools.registry import ToolRegistry

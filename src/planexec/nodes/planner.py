@@ -21,7 +21,6 @@ from planexec.execution.streaming import (
     round_args,
     started_before,
 )
-from planexec.guarantees.budget import Budget, BudgetExhausted, run_budget, spending, stopped
 from planexec.llm import models, prompts
 from planexec.llm.usage import UsageCounter
 from planexec.memory.recall import FromMemory, adaptation, filled_plan, origin_of, recall
@@ -30,6 +29,7 @@ from planexec.plan import goal_of_task, to_doc
 from planexec.plan.doc import plan_digest
 from planexec.plan.records import pending_record, record_key
 from planexec.review.policy import effective_policy
+from planexec.spending.budget import Budget, BudgetExhausted, run_budget, spending, stopped
 from planexec.state import ProposedPlan, Revision, State
 from planexec.tools.listing import MAX_LISTED_FILES as MAX_LISTED_FILES  # re-exported
 from planexec.tools.listing import workspace_files

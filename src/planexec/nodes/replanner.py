@@ -33,7 +33,6 @@ from planexec.execution.streaming import (
     round_args,
     started_before,
 )
-from planexec.guarantees.budget import run_budget
 from planexec.llm import models, prompts
 from planexec.llm.usage import UsageCounter
 from planexec.nodes.executor import step_task
@@ -41,6 +40,7 @@ from planexec.plan import Plan, PlanValidationError, Step, to_doc, validate_plan
 from planexec.plan.doc import plan_digest, plan_of
 from planexec.plan.records import current_records, pending_record, record_key
 from planexec.review.policy import effective_policy
+from planexec.spending.budget import run_budget
 from planexec.state import PlanDoc, ProposedPlan, Revision, State, StepDoc, StepRecord
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox

@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from planexec.guarantees.secrets import scrub_text
-from planexec.guarantees.storable import INT_MAX, INT_MIN, UnstorableValueError, to_storable
 from planexec.plan.checks import check_step, tool_summary
 from planexec.plan.compact import STEP_FIELDS, SoleParameter, expand
 from planexec.plan.references import iter_references
+from planexec.redaction.secrets import scrub_text
 from planexec.state import PlanDoc, StepDoc
+from planexec.storage.storable import INT_MAX, INT_MIN, UnstorableValueError, to_storable
 
 if TYPE_CHECKING:
     from planexec.tools.registry import ToolRegistry
@@ -175,7 +175,7 @@ def _parse(
 ) -> Plan:
     """Read a plan from JSON text or from storable data.
 
-    Storable: made by :func:`planexec.guarantees.storable.to_storable`.
+    Storable: made by :func:`planexec.storage.storable.to_storable`.
 
     Text is cleaned (NUL and lone surrogates replaced), integers beyond 64 bits become text (so
     validation reports them where a number is expected), NaN becomes null; a value nested too

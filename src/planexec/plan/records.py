@@ -1,4 +1,9 @@
-"""Step records in state: keyed by step id, fresh ones pending, kept only while they still count.
+"""Step records in state: made from step outcomes, keyed by step id, kept while they count.
+
+The one place a :class:`~planexec.state.StepRecord` is made and read back: pending ones for a
+new plan, ones carried over an edit, and the record of a step task's
+:class:`~planexec.state.StepOutcome` (:func:`to_record`, :func:`records_after`), read back as
+an outcome by a later round's dependents (:func:`earlier_outcome`).
 
 ``State.steps`` maps :func:`record_key` of a step's id to its :class:`~planexec.state.StepRecord`
 (checkpoints are JSON: object keys are strings).
@@ -9,7 +14,7 @@ from __future__ import annotations
 from graphlib import CycleError
 
 from planexec.plan.doc import step_digest, topological_order
-from planexec.state import PlanDoc, StepRecord
+from planexec.state import PlanDoc, StepOutcome, StepRecord
 
 
 def record_key(step_id: int) -> str:
@@ -80,3 +85,63 @@ def records_after_edit(
         else:
             after[record_key(step["id"])] = pending_record()
     return {record_key(s["id"]): after[record_key(s["id"])] for s in new_plan["steps"]}
+
+
+def earlier_outcome(step_id: int, record: StepRecord) -> StepOutcome | None:
+    """Return a step that finished in an earlier round as its dependents see it (else None)."""
+    status = record.get("status")
+    if status != "succeeded" and status != "failed" and status != "skipped":
+        return None
+    result = StepOutcome(
+        id=step_id,
+        status=status,
+        attempts=record.get("attempts", 0),
+        started_at=record.get("started_at"),
+        ended_at=record.get("ended_at"),
+        output=record.get("output"),
+        summary=record.get("summary", ""),
+        error=record.get("error"),
+        usage={},  # counted in its own round
+    )
+    if "output_file" in record:
+        result["output_file"] = record["output_file"]
+    return result
+
+
+def to_record(result: StepOutcome, digest: str, *, judged_retry: bool) -> StepRecord:
+    """Return the record of a step's outcome, for the step content whose digest is given."""
+    record = StepRecord(
+        step_digest=digest,
+        status=result["status"],
+        attempts=result["attempts"],
+        started_at=result["started_at"],
+        ended_at=result["ended_at"],
+        summary=result["summary"],
+        output=result["output"],
+        error=result["error"],
+    )
+    if result.get("output_file") is not None:
+        record["output_file"] = result["output_file"]
+    if result.get("refused_calls"):
+        record["refused_calls"] = result["refused_calls"]
+    if judged_retry:
+        record["judged_retry"] = True
+    return record
+
+
+def records_after(
+    plan: PlanDoc, before: dict[str, StepRecord], outcomes: list[StepOutcome]
+) -> dict[str, StepRecord]:
+    """Return the plan's step records once a round's ``outcomes`` are in.
+
+    ``before`` are the records as the evaluator left them: its mark on a judged retry carries
+    over (its bound on judge retries lives there).
+    """
+    steps = {s["id"]: s for s in plan["steps"]}
+    records = current_records(plan, before)
+    for result in outcomes:
+        key = record_key(result["id"])
+        digest = step_digest(steps[result["id"]], plan["goal"])
+        judged = bool(before.get(key, {}).get("judged_retry"))
+        records[key] = to_record(result, digest, judged_retry=judged)
+    return records

@@ -31,7 +31,7 @@ from langchain_core.runnables import RunnableConfig
 
 from planexec.errors import ConfigurationError
 from planexec.plan.doc import plan_digest, plan_tools
-from planexec.review.identity import describe, permissions_of
+from planexec.review.identity import describe_identity, permissions_of
 from planexec.state import Decision, Identity, PlanDoc, State
 from planexec.tools.registry import ToolRegistry
 
@@ -138,7 +138,7 @@ def refusal(
     ahead may call a side-effecting tool; ``started_by``: who started the run; ``made_by``: who
     wrote the plan version answered about, if a reviewer did (:func:`maker_of`).
     """
-    name = describe(who)
+    name = describe_identity(who)
     starter = started_by["id"] if started_by else None
     is_starter = who["id"] is not None and who["id"] == starter
     if rules.approvers:

@@ -8,7 +8,7 @@ planexec's own format (``Command(resume=...)``)::
     {"action": "cancel", "reason": "…"}
 
 The same as JSON text, or a bare action (``"approve"``), is accepted too. Another answer
-format (a UI's own) is translated in :func:`planexec_answer`, so that every other module sees
+format (a UI's own) is translated in :func:`normalized_answer`, so that every other module sees
 only :data:`ReviewDecision`.
 """
 
@@ -107,11 +107,11 @@ class AnswerRefused(ValueError):
     """A reviewer's answer cannot be accepted; the message says why."""
 
 
-def planexec_answer(answer: Any) -> Any:
+def normalized_answer(answer: Any) -> Any:
     """Translate an answer in any accepted format into planexec's own (not yet validated).
 
     JSON text is decoded; any other text names the action (``"approve"``). A LangChain v1
-    HITL or legacy Agent Inbox answer is read by :func:`planexec.review.hitl.planexec_answer`.
+    HITL or legacy Agent Inbox answer is read by :func:`planexec.review.hitl.from_hitl_format`.
     """
     if isinstance(answer, str):
         try:
@@ -119,12 +119,12 @@ def planexec_answer(answer: Any) -> Any:
         except (ValueError, RecursionError):  # not JSON (or unreadable JSON): an action name
             return {"action": answer.strip().lower()}
         answer = hitl.json_text(answer, "the answer's JSON text")
-    return hitl.planexec_answer(answer)
+    return hitl.from_hitl_format(answer)
 
 
 def parse_decision(answer: Any) -> Approve | Edit | Reject | Cancel:
     """Read a reviewer's answer; raise pydantic's ValidationError if it is not a decision."""
-    return _decision.validate_python(planexec_answer(answer))
+    return _decision.validate_python(normalized_answer(answer))
 
 
 def read_decision(answer: Any) -> Approve | Edit | Reject | Cancel:

@@ -52,7 +52,7 @@ def estimate_model_calls(plan: PlanDoc, *, max_turns: int, judge: bool) -> Model
     )
 
 
-def describe(
+def describe_plan(
     plan: PlanDoc,
     side_effect_tools: list[str],
     calls: ModelCallEstimate,

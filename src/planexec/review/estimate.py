@@ -4,7 +4,7 @@ Spent so far is counted (the run's ``usage``); what the plan needs is an estimat
 step takes 1 to ``max_executor_turns`` calls (plus the judge's one call a round when it is on),
 each call about its prompt's length in tokens (4 characters a token) plus
 :data:`OUTPUT_TOKENS_PER_CALL`; its cost is priced like a budget's
-(:mod:`planexec.guarantees.budget`),
+(:mod:`planexec.spending.budget`),
 and unknown when a model has no price. The time is the slowest chain of dependencies, adding
 the typical seconds the tools declare (:meth:`ToolRegistry.register`); steps whose tool
 declares none count 0, and the estimate says how many of them there were.
@@ -18,9 +18,9 @@ from graphlib import CycleError
 from typing_extensions import TypedDict
 
 from planexec.context import Context
-from planexec.guarantees.budget import ModelPrice, limits_of, price_of
 from planexec.llm import prompts
 from planexec.plan.doc import topological_order
+from planexec.spending.budget import ModelPrice, limits_of, price_of
 from planexec.state import PlanDoc, RoleUsage, State
 from planexec.tools.registry import ToolRegistry
 

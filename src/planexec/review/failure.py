@@ -73,7 +73,7 @@ def describe_failure(step: StepDoc, error: str) -> str:
 def from_hitl(answer: Any, sid: int) -> Any:
     """Read a v1 or legacy HITL answer into this node's own (others pass unchanged)."""
     try:
-        read = hitl.planexec_answer(answer, ACTION)
+        read = hitl.from_hitl_format(answer, ACTION)
     except (ValueError, TypeError, LookupError, AttributeError, RecursionError) as exc:
         raise Refused(f"answer not understood ({exc})") from None
     if read is answer or not isinstance(read, dict):

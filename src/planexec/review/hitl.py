@@ -5,9 +5,9 @@ Two UIs read interrupts today: LangChain v1's ``HumanInTheLoopMiddleware`` reque
 UI) and the legacy Agent Inbox request (``action_request`` + ``config`` + ``description``,
 answered with ``[{"type": "accept" | "edit" | "response" | "ignore", "args": ...}]``;
 ``create-agent-chat-app``). planexec's interrupt carries its own keys and both requests, one
-action (:data:`ACTION`) whose args are the plan; :func:`planexec_answer` reads an answer in
+action (:data:`ACTION`) whose args are the plan; :func:`from_hitl_format` reads an answer in
 either style into planexec's own (``{"action": "approve" | "edit" | "reject" | "cancel"}``).
-The description both requests carry is :func:`planexec.review.describe.describe`'s.
+The description both requests carry is :func:`planexec.review.describe.describe_plan`'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any, Literal
 from langchain.agents.middleware import human_in_the_loop as v1
 from typing_extensions import TypedDict
 
-from planexec.guarantees.storable import unstorable_reason
 from planexec.state import PlanDoc
+from planexec.storage.storable import unstorable_reason
 
 ACTION = "run_plan"
 """The one action the approval asks about: run this plan."""
@@ -94,7 +94,7 @@ def requests(
     )
 
 
-def planexec_answer(answer: Any, action: str = ACTION) -> Any:
+def from_hitl_format(answer: Any, action: str = ACTION) -> Any:
     """Read a v1 or legacy human-in-the-loop answer into planexec's; others pass unchanged.
 
     v1: approve; edit (the edited args are the plan); reject with a message (= reject with

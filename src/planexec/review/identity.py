@@ -112,7 +112,7 @@ def without_by(answer: Any) -> Any:
     return answer
 
 
-def describe(who: Identity) -> str:
+def describe_identity(who: Identity) -> str:
     """Name an identity in a message: its id, or ``an unknown caller``."""
     return who["id"] if who["id"] is not None else "an unknown caller"
 

@@ -79,9 +79,9 @@ class ApprovalRequest(HitlFields):
     estimate: Estimate
     """Model calls, tokens and cost spent so far and expected for the plan; its slowest chain."""
     memory: dict[str, Any] | None
+    """Where plan memory took the plan from (run, task, how, changes), when it did."""
     already_ran: dict[str, str]
     """Steps of the plan that have run before this approval (step id: how it ended)."""
-    """Where plan memory took the plan from (run, task, how, changes), when it did."""
     asked_at: str | None
     """When this question was first asked (ISO-8601 UTC; None in the chat's preview)."""
     expires_at: str | None
@@ -118,7 +118,7 @@ def approval_request(
     memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
     ran = already_ran(state, plan)
     lines = [*memory_lines(memory), *ran_lines(ran), *estimate_lines(found)]
-    description = describe.describe(
+    description = describe.describe_plan(
         plan, side_effects, calls, problems, lines, produces=produced, notes=notes
     )
     return ApprovalRequest(

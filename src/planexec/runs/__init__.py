@@ -17,10 +17,10 @@ from planexec.runs.db import RunError, aopen_saver, default_db, is_postgres, ope
 from planexec.runs.driver import Runs
 from planexec.runs.request import RunRequest, new_run, run_settings, sandbox_for
 from planexec.runs.types import (
-    ApprovalRequest,
     Caller,
     Decide,
     OnEvent,
+    ReviewRequest,
     RunResult,
     StepEvent,
     ThreadState,
@@ -28,7 +28,7 @@ from planexec.runs.types import (
 )
 
 __all__ = [
-    "ApprovalRequest",
+    "ReviewRequest",
     "Caller",
     "Decide",
     "OnEvent",

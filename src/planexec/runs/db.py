@@ -14,7 +14,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
 from planexec.errors import PlanexecError
-from planexec.guarantees.secrets import mask_urls, register_url_secrets
+from planexec.redaction.secrets import mask_urls, register_url_secrets
 from planexec.storage.persistence import (
     async_postgres_saver,
     async_sqlite_saver,

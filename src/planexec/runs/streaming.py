@@ -11,12 +11,12 @@ from langgraph.types import Command
 from planexec.admission import PlanexecGraph
 from planexec.context import Context
 from planexec.runs.db import RunError
-from planexec.runs.types import ApprovalRequest, Caller, Decide, OnEvent, StepEvent
+from planexec.runs.types import Caller, Decide, OnEvent, ReviewRequest, StepEvent
 
 STREAM = ["custom", "updates", "tasks"]  # step events; interrupts and plans; nodes at work
 MAX_REFUSED = 3
 """Answers from ``decide`` refused in a row after which a run stops (the thread waits)."""
-Stopped = tuple[dict[str, Any], ApprovalRequest | None]
+Stopped = tuple[dict[str, Any], ReviewRequest | None]
 """A run's values where it stopped, and the approval request it waits on (None at its end)."""
 
 
@@ -25,7 +25,7 @@ def resume_payload(answer: Mapping[str, Any] | None) -> Command[Any] | None:
     return Command(resume=dict(answer)) if answer is not None else None
 
 
-def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalRequest | None:
+def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ReviewRequest | None:
     """Pass events on; return the approval request an update carries, if any.
 
     Besides the graph's own step events, ``on_event`` sees ``node_started`` and
@@ -36,7 +36,7 @@ def take(chunk_mode: str, chunk: Any, on_event: OnEvent | None) -> ApprovalReque
     a watcher can show who is at work and every plan version before it runs.
     """
     if chunk_mode == "updates" and "__interrupt__" in chunk:
-        request: ApprovalRequest = chunk["__interrupt__"][0].value
+        request: ReviewRequest = chunk["__interrupt__"][0].value
         return request
     if on_event is None:
         return None
@@ -93,7 +93,7 @@ class Driven:
     ) -> None:
         """Drive a run of ``config`` that starts (or resumes) with ``payload``."""
         self.config, self.payload, self.on_event, self.decide = config, payload, on_event, decide
-        self.pending: ApprovalRequest | None = None
+        self.pending: ReviewRequest | None = None
         self.refused = 0
         self.streams = 0
 
@@ -154,7 +154,7 @@ async def adrive(
 
 
 def check_refusals(
-    refused: int, payload: Any, pending: ApprovalRequest, config: RunnableConfig
+    refused: int, payload: Any, pending: ReviewRequest, config: RunnableConfig
 ) -> int:
     """Count an answer the approval refused; stop the run at :data:`MAX_REFUSED` in a row."""
     if not (isinstance(payload, Command) and pending.get("error")):

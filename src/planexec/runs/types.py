@@ -9,8 +9,12 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from planexec.review.estimate import Estimate
-from planexec.state import Decision, Identity, PlanDoc
+from planexec.review.failure import FailureRequest
+from planexec.review.request import ApprovalRequest
+from planexec.state import Identity, PlanDoc
+
+ReviewRequest = ApprovalRequest | FailureRequest
+"""What a run asks a reviewer (an interrupt's payload): a plan to approve, or a failed step."""
 
 Caller = Identity
 """Who drives the runs of a :class:`Runs` (``Runs(saver, caller=...)``): an identity.
@@ -54,34 +58,10 @@ class StepEvent(TypedDict, total=False):
     approver: Caller
 
 
-class ApprovalRequest(TypedDict, total=False):
-    """The approval interrupt's payload: the plan to review and what to name in the answer."""
-
-    type: str
-    plan: PlanDoc
-    version: int
-    digest: str
-    error: str
-    problems: list[str]
-    side_effect_tools: list[str]
-    produces: dict[str, str]
-    side_effect_notes: dict[str, str]
-    """Why some side-effecting tools are (an MCP tool's ``destructive per the server's hint``)."""
-    estimate: Estimate
-    memory: dict[str, Any] | None
-    already_ran: dict[str, str]
-    asked_at: str | None
-    """When the question was first asked (ISO-8601 UTC)."""
-    expires_at: str | None
-    """When an answer stops being taken (``approval_expires_after``); None: never."""
-    history: list[Decision]
-    """The thread's decisions so far (the latest 20), oldest first: who decided what, when."""
-
-
 OnEvent = Callable[[StepEvent], object]
 """Called with each step event while a run streams (e.g. to print progress)."""
 
-Decide = Callable[[ApprovalRequest], Mapping[str, Any]]
+Decide = Callable[[ReviewRequest], Mapping[str, Any]]
 """Answers an approval request, e.g. ``lambda request: {"action": "approve"}``."""
 
 
@@ -117,7 +97,7 @@ class RunResult:
     thread_id: str
     workspace: str | None
     values: dict[str, Any]
-    request: ApprovalRequest | None = None
+    request: ReviewRequest | None = None
 
     @property
     def status(self) -> str:

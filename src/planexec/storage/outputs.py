@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from planexec.concurrency.offloop import run_in_thread
 from planexec.errors import PlanexecError, ToolError
-from planexec.runtime.offloop import run_in_thread
 from planexec.state import OutputFile
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024

@@ -56,7 +56,7 @@ class CheckpointStoreError(PlanexecError):
     """
 
 
-def describe(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:
     """One line naming an exception: its type and the first line of its message."""
     lines = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
@@ -151,6 +151,6 @@ class StoreGuard:
         if isinstance(exc, TimeoutError):
             reason = f"it did not answer within {PROBE_TIMEOUT:g} s"
         else:
-            reason = describe(exc)
+            reason = describe_failure(exc)
         if self.failure is None:
             self.failure = CheckpointStoreError(f"{what} ({reason})")

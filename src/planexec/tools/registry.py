@@ -13,10 +13,10 @@ from langchain_core.tools import BaseTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel, create_model
 
+from planexec.concurrency.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
 from planexec.errors import ConfigurationError, ToolNameClashError
 from planexec.plan.compact import STEP_FIELDS
 from planexec.plan.shapes import compact
-from planexec.runtime.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
 from planexec.tools import returns
 from planexec.tools.returns import OUTPUT_SCHEMA
 
@@ -124,7 +124,7 @@ class ToolRegistry:
         weighs, and the approval's estimate adds it up along the slowest chain.
         ``runs_on_loop=True`` lets an async tool that never blocks run on the steps' own event
         loop instead of a worker thread of its own
-        (:data:`planexec.runtime.toolcalls.RUNS_ON_LOOP`).
+        (:data:`planexec.concurrency.toolcalls.RUNS_ON_LOOP`).
         ``output_schema`` declares what the tool returns (a type, or a JSON Schema mapping),
         in place of its return annotation or ``metadata["output_schema"]``.
         """

@@ -10,7 +10,7 @@ The schema is kept as JSON Schema in the tool's metadata (:data:`OUTPUT_SCHEMA`)
 for every source, checked by ``jsonschema-rs`` (:func:`check_output`: linear-time regular
 expressions, no remote ``$ref`` ever fetched), walked for references by
 :mod:`planexec.plan.shapes`. A schema made from a type describes the value as planexec stores
-it (:mod:`planexec.guarantees.storable`): fields by name, not alias; a ``timedelta`` as seconds.
+it (:mod:`planexec.storage.storable`): fields by name, not alias; a ``timedelta`` as seconds.
 """
 
 from __future__ import annotations

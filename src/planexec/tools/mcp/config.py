@@ -19,7 +19,7 @@ A server is either a command (stdio: ``command``, ``args``, ``env``, ``cwd``) or
 (streamable HTTP: ``url``, ``headers``). ``${NAME}`` in any of those is replaced with the
 environment variable ``NAME`` (an unset one is an error). Values of ``env`` and ``headers``
 whose names mark a secret (``*TOKEN*``, ``*KEY*``, ``Authorization``...: the rule of
-:mod:`planexec.guarantees.secrets`) are registered as secrets, so they are scrubbed from
+:mod:`planexec.redaction.secrets`) are registered as secrets, so they are scrubbed from
 everything planexec records or prints.
 
 A server's optional ``planexec`` block holds what the operator says over the server: per tool
@@ -41,7 +41,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from planexec.errors import ConfigurationError
-from planexec.guarantees.secrets import SECRET_NAME, register_secret, register_url_secrets
+from planexec.redaction.secrets import SECRET_NAME, register_secret, register_url_secrets
 
 CONFIG_ENV = "PLANEXEC_MCP_CONFIG"
 """Environment variable naming the MCP servers file of the graph ``langgraph.json`` serves."""

@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
+from planexec.concurrency.toolcalls import RETRY_ON_TIMEOUT
 from planexec.tools.mcp.config import ToolHints
 
 SIDE_EFFECTS = "side_effects"

@@ -9,8 +9,8 @@ import os
 import weakref
 from typing import Any
 
+from planexec.concurrency import background
 from planexec.errors import ConfigurationError, ToolError, TransientToolError
-from planexec.runtime import background
 from planexec.tools.mcp.config import McpConfig
 from planexec.tools.mcp.sessions import CLOSE_TIMEOUT, Server, error_text
 from planexec.tools.mcp.tools import mcp_tools

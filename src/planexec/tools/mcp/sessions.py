@@ -1,6 +1,6 @@
 """planexec's own MCP sessions: opened once, reused by every call, closed by planexec.
 
-planexec's background loop (:mod:`planexec.runtime.background`) owns every MCP session: a
+planexec's background loop (:mod:`planexec.concurrency.background`) owns every MCP session: a
 session is opened on first use (a stdio server's process started, an
 HTTP server's handshake made), reused by every call of every step and run of the process,
 opened again when its server has gone away, and closed by :meth:`McpServers.close` or at the
@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
 from planexec.errors import ToolError, TransientToolError
-from planexec.guarantees.secrets import scrub_text
+from planexec.redaction.secrets import scrub_text
 from planexec.tools.mcp.config import ServerConfig
 
 T = TypeVar("T")
@@ -94,7 +94,7 @@ class _Session:
 
 
 class Server:
-    """One configured MCP server and its current session (all on the MCP loop)."""
+    """One configured MCP server and its current session (all on the background loop)."""
 
     def __init__(self, name: str, config: ServerConfig) -> None:
         self.name, self.config = name, config

@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from planexec.concurrency import background
+from planexec.concurrency.toolcalls import RETRY_ON_TIMEOUT
 from planexec.errors import ConfigurationError, ToolError, ToolNameClashError, TransientToolError
-from planexec.runtime import background
-from planexec.runtime.toolcalls import RETRY_ON_TIMEOUT
 from planexec.tools.mcp.config import ToolHints
 from planexec.tools.mcp.hints import cut, marks, tool_name
 from planexec.tools.mcp.sessions import Server, ServerGone
@@ -124,7 +124,7 @@ def _description(item: Any, server: str) -> str:
 
 
 async def _call(server: Server, tool: str, arguments: dict[str, Any], idempotent: bool) -> Any:
-    """Call the tool on the MCP loop; return its result as JSON, or raise the step's error."""
+    """Call the tool on the background loop; return its result as JSON, or raise the step's error."""
     from mcp.shared.exceptions import McpError
 
     try:

@@ -1,11 +1,11 @@
 """Tool calls off the event loop, and time limits that end the wait whatever the tool does.
 
 Every tool call runs on a daemon worker thread of its own, an async tool on that worker's
-event loop (:mod:`planexec.runtime.offloop`): a tool that blocks stalls only itself, never the loop
-that runs the other steps (under ``invoke``, ``ainvoke`` and the LangGraph server). An async
-tool whose author vouches it never blocks may skip that hop (:data:`RUNS_ON_LOOP`). A call still
-running when its caller gives up is abandoned: counted and bounded by
-:mod:`planexec.runtime.abandoned`.
+event loop (:mod:`planexec.concurrency.offloop`): a tool that blocks stalls only itself, never
+the loop that runs the other steps (under ``invoke``, ``ainvoke`` and the LangGraph server). An
+async tool whose author vouches it never blocks may skip that hop (:data:`RUNS_ON_LOOP`). A call
+still running when its caller gives up is abandoned: counted and bounded by
+:mod:`planexec.concurrency.abandoned`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from planexec.concurrency.abandoned import current_scope, refusal
+from planexec.concurrency.offloop import CANCEL_GRACE, OffLoopCall, OnLoopCall
 from planexec.errors import ToolError
-from planexec.runtime.abandoned import current_scope, refusal
-from planexec.runtime.offloop import CANCEL_GRACE, OffLoopCall, OnLoopCall
 
 RETRY_ON_TIMEOUT = "retry_on_timeout"
 """Tool metadata key: ``True`` if a timed-out call of this tool may be retried (not the default).
@@ -66,15 +66,16 @@ def is_async_tool(tool_: BaseTool) -> bool:
     return type(tool_)._arun is not BaseTool._arun
 
 
-async def call_tool(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
+async def call_isolated(tool_: BaseTool, args: dict[str, Any], config: RunnableConfig) -> Any:
     """Invoke a tool off the event loop, in its own thread (async tools on their own loop).
 
     An async tool marked :data:`RUNS_ON_LOOP` runs on the caller's loop instead, in a task of
     its own awaited the same way.
 
     Cancelling the caller returns at once whatever the tool does; the tool is asked to stop
-    and, if it does not within :data:`~planexec.runtime.offloop.CANCEL_GRACE`, counted as abandoned
-    until it ends. Refused with :class:`ToolError` while the bound on abandoned calls is reached.
+    and, if it does not within :data:`~planexec.concurrency.offloop.CANCEL_GRACE`, counted as
+    abandoned until it ends. Refused with :class:`ToolError` while the bound on abandoned calls is
+    reached.
     """
     scope = current_scope()
     if (refused := refusal(scope, tool_.name)) is not None:
@@ -152,11 +153,11 @@ def _guard(name: str, fn: Any) -> Any:
 
 
 # Not asyncio.wait_for (nor anyio.fail_after): both wait for the cancelled work to finish.
-async def within(work: Coroutine[Any, Any, Any], seconds: float) -> Any:
+async def with_time_limit(work: Coroutine[Any, Any, Any], seconds: float) -> Any:
     """Await ``work`` for at most ``seconds``; then cancel it and raise :class:`StepTimeout`.
 
     Unlike ``asyncio.wait_for``, this does not wait for the cancelled work to finish: after
-    :data:`~planexec.runtime.offloop.CANCEL_GRACE` it is left to end on its own.
+    :data:`~planexec.concurrency.offloop.CANCEL_GRACE` it is left to end on its own.
     """
     task = asyncio.ensure_future(work)
     try:

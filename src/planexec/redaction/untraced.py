@@ -22,7 +22,7 @@ from langsmith.run_helpers import tracing_context
 from pydantic import ConfigDict
 
 from planexec.compat.langgraph import runtime_of, with_stream_writer
-from planexec.guarantees.secrets import redact
+from planexec.redaction.secrets import redact
 
 ERROR_TEXT_ATTRIBUTES = ("message", "msg", "detail", "strerror", "filename", "filename2")
 ERROR_DATA_ATTRIBUTES = ("body", "code", "param", "doc")

@@ -1,12 +1,13 @@
 """One call off the event loop, on a daemon worker thread of its own, awaited as a plain future.
 
 A sync function runs on the worker's thread; an async one on the worker's own event loop
-(:mod:`planexec.runtime.workers`). So a call that blocks (``time.sleep``, a CPU loop, a blocking
+(:mod:`planexec.concurrency.workers`). So a call that blocks (``time.sleep``, a CPU loop, a blocking
 driver) stalls only itself, never the loop that awaits it. The caller awaits a plain future,
 so cancelling the caller (a timeout) returns at once even if the call swallows
 ``CancelledError`` or never yields; the call is then asked to stop and, if it goes on, counted
-as abandoned (:mod:`planexec.runtime.abandoned`) until it ends. :class:`OnLoopCall` runs a coroutine
-on the caller's own loop instead (for tools that vouch they never block), awaited the same way.
+as abandoned (:mod:`planexec.concurrency.abandoned`) until it ends. :class:`OnLoopCall` runs a
+coroutine on the caller's own loop instead (for tools that vouch they never block), awaited the
+same way.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from planexec.concurrency import abandoned, background, workers
+from planexec.concurrency.abandoned import AbandonedCall, CallScope
 from planexec.errors import ToolError
-from planexec.runtime import abandoned, background, workers
-from planexec.runtime.abandoned import AbandonedCall, CallScope
 
 CANCEL_GRACE = 0.1
 """Seconds a cancelled call may take to stop before it is counted as abandoned."""
@@ -143,7 +144,7 @@ class OnLoopCall(OffLoopCall):
 
     No thread hop: the call may block the loop (its author vouches it does not). On planexec's
     background loop (sync runs) the tasks it leaves behind are cancelled when it ends
-    (:func:`planexec.runtime.background.tidy`). Its task is awaited through a plain future, so
+    (:func:`planexec.concurrency.background.tidy`). Its task is awaited through a plain future, so
     a timeout still returns after at most :data:`CANCEL_GRACE` even if the call swallows
     ``CancelledError``, and a call that goes on is counted as abandoned until it ends; what it
     raises is reported as from a worker.

@@ -10,7 +10,7 @@ One loop on a daemon thread per process (made on first use, and again in a forke
 * **MCP sessions** (:mod:`planexec.tools.mcp.sessions`): opened here, kept for the process.
 
 Code that may block never runs on it: a tool runs on a daemon worker of its own
-(:mod:`planexec.runtime.offloop`), so a hung sync tool holds only itself, and an async tool that
+(:mod:`planexec.concurrency.offloop`), so a hung sync tool holds only itself, and an async tool that
 blocks its loop holds only its worker's loop. The loop's default executor
 (``asyncio.to_thread``, ``run_in_executor``) is those daemon workers: nothing it runs keeps
 the process alive at exit.
@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from planexec.runtime.daemon_loop import DaemonLoop
-from planexec.runtime.workers import DaemonThreads
+from planexec.concurrency.daemon_loop import DaemonLoop
+from planexec.concurrency.workers import DaemonThreads
 
 T = TypeVar("T")
 

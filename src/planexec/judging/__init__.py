@@ -20,8 +20,8 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel, Field
 
 from planexec.errors import IncompleteReplyError, WorkspaceError
-from planexec.guarantees.secrets import redact
 from planexec.llm import prompts
+from planexec.redaction.secrets import redact
 from planexec.state import StepDoc
 from planexec.storage.outputs import summarize
 from planexec.tools.workspace import Workspace

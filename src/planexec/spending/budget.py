@@ -57,11 +57,11 @@ class BudgetExhausted(PlanexecError):
 
     def __init__(self, stop: BudgetStop) -> None:
         """Name the budget, its limit and what was spent."""
-        super().__init__(describe(stop))
+        super().__init__(describe_stop(stop))
         self.stop = stop
 
 
-def describe(stop: BudgetStop) -> str:
+def describe_stop(stop: BudgetStop) -> str:
     """Say which budget is spent, in one line (``the token budget is spent: 812 of 800``)."""
     unit = {"tokens": " tokens", "cost": " USD", "seconds": " s of working time"}
     spent, limit = stop["spent"], stop["limit"]
@@ -227,7 +227,7 @@ def stopped(
 ) -> dict[str, Any]:
     """Return the state update of a node that a spent budget stopped: the run ends with it."""
     update: dict[str, Any] = {
-        "error": describe(stop),
+        "error": describe_stop(stop),
         "budget_stop": stop,
         "busy_seconds": budget.elapsed(),
     }

@@ -3,7 +3,7 @@
 Tools run in the CLI's process and may print their environment; the CLI's own lines quote
 database URLs and error messages. While a command runs, ``sys.stdout`` and ``sys.stderr``
 are wrapped: each complete line is written with URL passwords masked and secret values
-replaced (:func:`planexec.guarantees.secrets.scrub_text`); a partial line waits for its end or a
+replaced (:func:`planexec.redaction.secrets.scrub_text`); a partial line waits for its end or a
 flush.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
-from planexec.guarantees.secrets import scrub_text
+from planexec.redaction.secrets import scrub_text
 
 
 class ScrubbingStream:

@@ -1,6 +1,6 @@
 """A long-lived event loop on a daemon thread, for clients that must outlive any caller's loop.
 
-planexec keeps one (:mod:`planexec.runtime.background`): a client bound to a loop that a
+planexec keeps one (:mod:`planexec.concurrency.background`): a client bound to a loop that a
 caller closes (``asyncio.run`` under ``invoke``) breaks, so this one never closes. The loop is
 made on first use, and again in a forked child (a loop's thread does not survive a fork). An
 exit a callback raises ends that callback, never the loop.
