@@ -31,6 +31,7 @@ One layer asks each kind of call again, with this definition, bounded:
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
@@ -51,8 +52,12 @@ CANNOT_PASS = frozenset(
 )
 """Provider error codes (or types) that no retry can pass, whatever their HTTP status."""
 
-TRANSIENT_WORDS = ("server", "overload", "rate", "timeout", "unavailable")
-"""Words of an error sent inside a 200 reply (no status to go by) that may pass if asked again."""
+TRANSIENT_WORDS = ("server", "overload", "overloaded", "rate", "timeout", "unavailable")
+"""Words of an error sent inside a 200 reply (no status to go by) that may pass if asked again:
+whole words (``rate_limit_exceeded``, ``server_error``, "rate limit"), not parts of others
+("generate", "moderate")."""
+
+_WORDS = re.compile(r"[a-z]+")
 
 
 class PlanexecError(ValueError):
@@ -149,7 +154,7 @@ def is_transient(exc: BaseException) -> bool:
             words = f"{fields.get('code')} {fields.get('type')}"
         else:  # {"error": "some text"}
             words = str(body or exc)[:1000].lower()
-        return any(word in words for word in TRANSIENT_WORDS)
+        return any(word in TRANSIENT_WORDS for word in _WORDS.findall(words.lower()))
     return False
 
 

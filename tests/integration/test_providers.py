@@ -719,12 +719,14 @@ def test_a_stream_that_turns_unreadable_is_asked_again(monkeypatch, workspace, h
     assert "could not be read" in requests[1]["messages"][-1]["content"]
 
 
-def test_an_exit_in_a_custom_models_async_code_is_raised_at_once(workspace):
+def test_an_exit_in_a_custom_models_async_code_fails_the_call_at_once(workspace):
+    # an exit raised by a model's own code is the model's failure, not the caller's exit: it
+    # must not stop the caller's loop (on a server, every run's), and sync runs see the same
     graph = build_graph(
         InMemorySaver(), tools=ToolRegistry([record]), models={"planner": _Stuck(how="exit")}
     )
     started = time.monotonic()
-    with pytest.raises(SystemExit):
+    with pytest.raises(ModelCallError, match="the model's call raised SystemExit"):
         go(graph, {"task": "t"}, thread(), context(planner_timeouts={"total": 30.0}), "ainvoke")
     assert time.monotonic() - started < 3.0
 

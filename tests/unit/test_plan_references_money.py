@@ -115,7 +115,10 @@ def test_amounts_reach_the_tool_verbatim_and_references_are_filled(use_models, c
     )
     out = run(use_models, ctx, plan)
     assert out["final"]["status"] == "succeeded", out["final"]
-    assert SEEN == ["Total: $1,250.00", "price 12.50, $2 off, was $9.99; escaped $2"]
+    assert sorted(SEEN) == [  # steps 1 and 3 are independent: either may run first
+        "Total: $1,250.00",
+        "price 12.50, $2 off, was $9.99; escaped $2",
+    ]
 
 
 @pytest.mark.parametrize("text", ["$1\u0663", "see $1\u0663.path", "${1\u0663}", "$\u0661"])

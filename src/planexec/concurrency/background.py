@@ -1,6 +1,8 @@
 """planexec's one background event loop: sync runs' nodes and steps, model clients, MCP sessions.
 
-One loop on a daemon thread per process (made on first use, and again in a forked child):
+One loop on a daemon thread per process (made on first use, and again in a forked child, whose
+thread it cannot keep); it never closes, and an exit a callback raises ends that callback, not
+the loop:
 
 * **Sync runs** (``invoke``, ``stream``): each node is written once, as a coroutine; LangGraph's
   worker thread hands it to this loop and waits (:func:`run_blocking`), so a sync run does what
@@ -10,8 +12,8 @@ One loop on a daemon thread per process (made on first use, and again in a forke
 * **MCP sessions** (:mod:`planexec.tools.mcp.sessions`): opened here, kept for the process.
 
 Code that may block never runs on it: a tool runs on a daemon worker of its own
-(:mod:`planexec.concurrency.offloop`), so a hung sync tool holds only itself, and an async tool that
-blocks its loop holds only its worker's loop. The loop's default executor
+(:mod:`planexec.concurrency.offloop`), so a hung sync tool holds only itself, and an async tool
+that blocks its loop holds only its worker's loop. The loop's default executor
 (``asyncio.to_thread``, ``run_in_executor``) is those daemon workers: nothing it runs keeps
 the process alive at exit.
 """
@@ -21,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from planexec.concurrency.daemon_loop import DaemonLoop
 from planexec.concurrency.workers import DaemonThreads
 
 T = TypeVar("T")
@@ -40,13 +42,58 @@ def _owned_task_factory(
 ) -> asyncio.Task[Any]:
     """Create a task; remember it for the call that owns the context it is created in."""
     task: asyncio.Task[Any] = asyncio.Task(coro, loop=loop, **kwargs)
-    owned = _OWNED.get()
+    given = kwargs.get("context")
+    owned = given.get(_OWNED) if given is not None else _OWNED.get()
     if owned is not None:
         owned.add(task)
     return task
 
 
-_LOOP = DaemonLoop("planexec", executor=DaemonThreads, task_factory=_owned_task_factory)
+class _Loop:
+    """The loop and its daemon thread, made on first use and again in a forked child."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.pid = 0
+
+    def get(self) -> asyncio.AbstractEventLoop:
+        loop, thread = self.loop, self.thread
+        if (
+            loop is not None
+            and thread is not None
+            and thread.is_alive()
+            and self.pid == os.getpid()
+        ):
+            return loop  # the common case: no lock
+        with self.lock:  # none yet, or a forked child (a loop's thread does not survive a fork)
+            if self.thread is None or not self.thread.is_alive() or self.pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                loop.set_default_executor(DaemonThreads())
+                loop.set_task_factory(_owned_task_factory)  # type: ignore[arg-type]
+                ready = threading.Event()
+                thread = threading.Thread(
+                    target=_serve, args=(loop, ready), name="planexec", daemon=True
+                )
+                thread.start()
+                ready.wait()
+                self.loop, self.thread, self.pid = loop, thread, os.getpid()
+            assert self.loop is not None
+            return self.loop
+
+
+def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    asyncio.set_event_loop(loop)
+    loop.call_soon(ready.set)
+    while True:  # an exit raised by a callback ends that callback, never the loop
+        try:
+            loop.run_forever()
+        except BaseException:  # its caller was told through its future
+            continue
+
+
+_LOOP = _Loop()
 
 
 def loop() -> asyncio.AbstractEventLoop:
@@ -56,12 +103,12 @@ def loop() -> asyncio.AbstractEventLoop:
 
 def pid() -> int:
     """Return the process id the loop was made in (0: none made yet)."""
-    return _LOOP.pid()
+    return _LOOP.pid
 
 
 def on_loop() -> bool:
     """Say whether the caller runs on the background loop's thread."""
-    return _LOOP.pid() != 0 and threading.current_thread() is _LOOP.thread()
+    return _LOOP.pid == os.getpid() and threading.current_thread() is _LOOP.thread
 
 
 def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -72,21 +119,55 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     runtime, the tracing context). Raises ``RuntimeError`` on the loop's own thread, where
     waiting would deadlock.
     """
-    if on_loop():
-        raise RuntimeError(
-            "planexec's background loop cannot wait for itself: call the async API from a "
-            "coroutine running there"
-        )
+    _refuse_on_loop()
     done: concurrent.futures.Future[T] = concurrent.futures.Future()
     ctx = contextvars.copy_context()
     target = loop()
+    started: list[asyncio.Task[T]] = []
 
     def start() -> None:
+        if done.cancelled():  # the caller stopped before it started
+            return
         task = target.create_task(make(), context=ctx)
+        started.append(task)
         task.add_done_callback(lambda t: _copy_outcome(t, done))
 
     target.call_soon_threadsafe(start)
-    return done.result()
+    try:
+        return done.result()
+    except BaseException:  # the caller stopped (Ctrl-C, a closed stream): so does the work
+        if not done.done():
+            done.cancel()
+            target.call_soon_threadsafe(lambda: [task.cancel() for task in started])
+            _ended(started, CANCEL_WAIT)
+        raise
+
+
+CANCEL_WAIT = 5.0
+"""Seconds a stopped caller waits for its work to end once cancelled (it ends at once unless
+it swallows the cancellation)."""
+
+
+def _ended(started: list[asyncio.Task[Any]], timeout: float) -> None:
+    """Wait (on the caller's thread) until the started task has ended, at most ``timeout``."""
+    ended = threading.Event()
+
+    def watch() -> None:  # on the loop, after the cancellation (callbacks run in order)
+        if not started or started[0].done():
+            ended.set()
+        else:
+            started[0].add_done_callback(lambda _: ended.set())
+
+    loop().call_soon_threadsafe(watch)
+    ended.wait(timeout)
+
+
+def _refuse_on_loop() -> None:
+    if on_loop():
+        raise RuntimeError(
+            "planexec's background loop cannot wait for itself: call the async API from a "
+            "coroutine running there (a tool marked runs_on_loop runs there on sync runs)"
+        )
 
 
 def submit(work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
@@ -96,6 +177,9 @@ def submit(work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
 
 def wait(work: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run ``work`` on the background loop and wait here (a sync caller); cancel it on timeout."""
+    if on_loop():
+        work.close()  # never started
+        _refuse_on_loop()
     future = submit(work)
     try:
         return future.result(timeout)
@@ -121,6 +205,15 @@ def own_tasks() -> set[asyncio.Task[Any]]:
     owned: set[asyncio.Task[Any]] = set()
     _OWNED.set(owned)
     return owned
+
+
+def unowned(work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+    """Start ``work`` as a task of the running loop that no call owns (it outlives its starter).
+
+    For what lives as long as the process (an MCP session): a tool call that happens to open
+    it must not have it cancelled when the call ends (:func:`tidy`).
+    """
+    return asyncio.get_running_loop().create_task(work, context=contextvars.Context())
 
 
 def tidy(owned: set[asyncio.Task[Any]]) -> None:

@@ -114,7 +114,8 @@ def on_loop(tool_: BaseTool) -> BaseTool:
     ``KeyboardInterrupt`` raised in a task escape the loop itself (the run's, or a server's):
     the guard turns those the function raises into the step's failure, worded as for a call on
     a worker thread. (Raised in a task the function starts, they still stop the caller's loop,
-    as in any asyncio program; a sync round's own loop survives them.)
+    as in any asyncio program; planexec's background loop, which runs them on sync runs,
+    survives them.)
     """
     coroutine = getattr(tool_, "coroutine", None)
     if coroutine is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import os
 import queue
 import threading
 import weakref
@@ -109,6 +110,9 @@ class _Pool:
 
 
 _POOL = _Pool()
+# A forked child has none of its parent's threads: the idle workers it inherits would take jobs
+# they never run. It starts with none (and makes its own background loop: background._Loop).
+os.register_at_fork(after_in_child=lambda: _POOL.__init__())  # type: ignore[misc]
 
 
 def lease() -> Worker:

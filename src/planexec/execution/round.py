@@ -8,10 +8,12 @@ secrets to scrub) reaches them through :func:`current_round`, set by the executo
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import contextvars
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import get_runtime
@@ -52,6 +54,19 @@ class ExecutionRound:
     """What the run may still spend: no step attempt or model call starts once it is spent."""
     skippable: frozenset[int] = frozenset()
     """Steps whose failure their dependents go on without (``on_failure: "skip"``)."""
+    running_steps: set[asyncio.Task[Any]] = field(default_factory=set)
+    """The step coroutines under way (each task's body), cancelled if the run is stopped."""
+
+    def cancel_steps(self) -> None:
+        """Stop every step under way: the run was stopped (Ctrl-C, a closed stream, a cancel).
+
+        A step waiting for its dependencies or a slot never starts; a tool call under way is
+        abandoned (:mod:`planexec.concurrency.offloop`). Each step's task then ends, so
+        LangGraph, which waits for its tasks when a run stops, returns at once.
+        """
+        for task in list(self.running_steps):
+            with contextlib.suppress(RuntimeError):  # its loop has closed: it has ended
+                task.get_loop().call_soon_threadsafe(task.cancel)
 
 
 def open_round(

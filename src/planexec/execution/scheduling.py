@@ -66,6 +66,11 @@ class DependencyGate:
         if self._slots is not None:
             self._slots.expect(ready)
 
+    def has(self, step_id: int) -> bool:
+        """Say whether a step's outcome is known."""
+        with self._lock:
+            return step_id in self._outcomes
+
     def publish(self, step_id: int, outcome: StepOutcome) -> None:
         """Record a step's outcome (the first one wins) and wake whoever waits for it."""
         ready: list[int] = []

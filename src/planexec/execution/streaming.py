@@ -478,6 +478,9 @@ async def draft_and_run(
                     if not broke_off(exc):
                         break
             return _after_failure(streaming, failure), False
+        except asyncio.CancelledError:  # the run was stopped: no step goes on
+            streaming.round.cancel_steps()
+            raise
         finally:
             await streaming.await_all()  # whatever happens, no step is left behind
 

@@ -29,10 +29,14 @@ async def run_step_async(step: StepDoc) -> StepOutcome:
     Raises :class:`CheckpointStoreError`, recording nothing, once the store has failed.
     """
     round_ = current_round()
+    this = asyncio.current_task()
+    if this is not None:
+        round_.running_steps.add(this)
     try:
         deps = await round_.gate.wait_async(step["depends_on"])
         result = await execute_step(step, deps, round_)  # checks the store first
     finally:
+        round_.running_steps.discard(this)
         round_.slots.forget(step["id"])  # a slot kept for a step that did not take it
     result["ran"] = ran_digest(step)
     round_.gate.publish(step["id"], result)  # dependents start now, not after the task commits
@@ -55,13 +59,16 @@ async def all_ended(futures: Sequence[StepFuture]) -> None:
 def publisher(gate: DependencyGate, step: StepDoc) -> Callable[[StepFuture], None]:
     """Return a callback that publishes a task's outcome when its future resolves.
 
-    A live task publishes from its own body already; this callback matters on replay. It must
-    never raise (a callback's exception is swallowed and dependents would wait forever): any
-    problem becomes a failed outcome, and the node raises it after every task has ended.
+    A live task publishes from its own body (so an outcome is published once); this callback
+    publishes a replayed task's, whose body did not run. It must never raise (a callback's
+    exception is swallowed and dependents would wait forever): any problem becomes a failed
+    outcome, and the node raises it after every task has ended.
     """
 
     def publish(fut: StepFuture) -> None:
         if fut.cancelled():  # the run is being cancelled (Ctrl-C, a cancelled run): no outcome
+            return
+        if gate.has(step["id"]):  # its body published it
             return
         try:
             result = result_of(fut, step)

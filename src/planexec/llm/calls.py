@@ -167,7 +167,7 @@ class _Producer:
                 try:
                     worker.run_coroutine(self._on_worker(request, streamed, deliver), context)
                 except BaseException as exc:  # an exit that left the runner (LangChain gathers)
-                    deliver(("error", exc))  # the caller keeps the first outcome only
+                    deliver(("error", _as_error(exc)))  # the caller keeps the first outcome
             else:
                 context.run(_produce_sync, request, streamed, deliver, self.stopped)
 
@@ -233,8 +233,8 @@ async def _produce(request: Request, streamed: bool, deliver: Callable[[Event], 
         if task is not None and task.cancelling():
             raise  # cancelled by its caller, who has gone
         deliver(("error", RuntimeError(f"the model's call raised {type(exc).__name__} itself")))
-    except BaseException as exc:  # the caller's, even an exit: raised in the caller's thread
-        deliver(("error", exc))
+    except BaseException as exc:  # the caller's to see (an exit, as the model's own error)
+        deliver(("error", _as_error(exc)))
 
 
 def _produce_sync(
@@ -255,8 +255,20 @@ def _produce_sync(
             deliver(("end", None))
         else:
             deliver(("whole", request.inner.invoke(request.messages, config, **request.kwargs)))
-    except BaseException as exc:  # the caller's, even an exit: raised in the caller's thread
-        deliver(("error", exc))
+    except BaseException as exc:  # the caller's to see (an exit, as the model's own error)
+        deliver(("error", _as_error(exc)))
+
+
+def _as_error(exc: BaseException) -> BaseException:
+    """Return what a model's call raised, an exit (``SystemExit``...) as the model's error.
+
+    An exit raised by a model's code is not the caller's process exiting (a real Ctrl-C reaches
+    the main thread, not the model's worker): it fails the call as any error of the model does,
+    on sync and async runs alike, instead of unwinding LangChain's calls halfway.
+    """
+    if isinstance(exc, Exception):
+        return exc
+    return ModelCallError(f"the model's call raised {type(exc).__name__}", transient=False)
 
 
 def _provider_integration(base: object) -> bool:

@@ -134,19 +134,6 @@ class StoreGuard:
         else:
             self._answered_at = asked_at
 
-    def check_blocking(self) -> None:
-        """Probe from a thread with no event loop (the sync executor node, after its steps)."""
-        self.raise_if_failed()
-        if self.saver is None or self.asynchronous:
-            return
-        try:
-            self.saver.get_tuple(PROBE_CONFIG)
-        except NotImplementedError:
-            self.saver = None
-        except Exception as exc:  # see _run_probe
-            self._fail(exc)
-        self.raise_if_failed()
-
     def _fail(self, exc: BaseException, what: str = "the checkpoint store failed") -> None:
         if isinstance(exc, TimeoutError):
             reason = f"it did not answer within {PROBE_TIMEOUT:g} s"

@@ -25,6 +25,7 @@ import time
 from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
+from planexec.concurrency import background
 from planexec.errors import ToolError, TransientToolError
 from planexec.redaction.secrets import scrub_text
 from planexec.tools.mcp.config import ServerConfig
@@ -124,7 +125,7 @@ class Server:
             current = _Session()
             self._session = current
             ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-            current.task = asyncio.ensure_future(self._own(current, ready))
+            current.task = background.unowned(self._own(current, ready))  # lives on
             try:
                 await asyncio.wait_for(asyncio.shield(ready), self.timeout)
             except TimeoutError:

@@ -124,7 +124,7 @@ def _description(item: Any, server: str) -> str:
 
 
 async def _call(server: Server, tool: str, arguments: dict[str, Any], idempotent: bool) -> Any:
-    """Call the tool on the background loop; return its result as JSON, or raise the step's error."""
+    """Call the tool on the background loop; return its JSON result, or raise the step's error."""
     from mcp.shared.exceptions import McpError
 
     try:
