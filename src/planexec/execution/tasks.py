@@ -8,6 +8,8 @@ result comes back from the checkpoint without its body running: :func:`publisher
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -49,11 +51,38 @@ def run_step_blocking(step: StepDoc) -> StepOutcome:
 
 
 async def all_ended(futures: Sequence[StepFuture]) -> None:
-    """Wait until every step task's future has ended (a sync run's futures are thread futures)."""
-    await asyncio.gather(
-        *(asyncio.wrap_future(f) if isinstance(f, Future) else f for f in futures),
-        return_exceptions=True,
-    )
+    """Wait until every step task's future has ended, however it ended.
+
+    A sync run's futures are thread futures (LangGraph runs its tasks on threads): they wake
+    this loop once, when the last one ends, not once each.
+    """
+    threads = [f for f in futures if isinstance(f, Future)]
+    if threads:
+        loop = asyncio.get_running_loop()
+        ended: asyncio.Future[None] = loop.create_future()
+        left = len(threads)
+        lock = threading.Lock()
+
+        def one_ended(_: Future[Any]) -> None:
+            nonlocal left
+            with lock:
+                left -= 1
+                last = left == 0
+            if last:
+                with contextlib.suppress(RuntimeError):  # the loop has closed
+                    loop.call_soon_threadsafe(_settle, ended)
+
+        for fut in threads:
+            fut.add_done_callback(one_ended)
+        await ended
+    on_loop = [f for f in futures if not isinstance(f, Future)]
+    if on_loop:
+        await asyncio.gather(*on_loop, return_exceptions=True)
+
+
+def _settle(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 def publisher(gate: DependencyGate, step: StepDoc) -> Callable[[StepFuture], None]:
