@@ -1,8 +1,8 @@
 """Drafting a plan with a model: ask for one, validate it, send the errors back (bounded).
 
 The planner node drafts a plan for the task, the replanner one for the remaining work; both
-hold a :func:`drafting` conversation through :func:`draft_plan` (sync runs) or
-:func:`adraft_plan` (async runs). The schema and its validation are :mod:`planexec.plan`.
+hold a :func:`drafting` conversation through :func:`draft_plan`. The schema and its validation
+are :mod:`planexec.plan`; the judge's questions are :mod:`planexec.judging`'s.
 """
 
 from __future__ import annotations
