@@ -31,6 +31,7 @@ from langgraph_sdk.runtime import ServerRuntime
 from pydantic import ValidationError
 
 from planexec.compat.langgraph import parent_task_id
+from planexec.concurrency import background
 from planexec.context import Context, context_from_dict, context_of, run_context
 from planexec.errors import PlanexecError
 from planexec.nodes.conversation import input_task
@@ -344,7 +345,18 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         input, kwargs = self._admitted(input, config, kwargs)
         with hold(self, config):
             check_resumable(self, input, config)
-            yield from super().stream(input, config, **kwargs)
+            with background.run_scope() as scope:  # Ctrl-C stops the run's work at once
+                parts = super().stream(input, config, **kwargs)
+                try:
+                    for part in parts:  # noqa: UP028 (not yield from: a close must reach us first)
+                        yield part
+                except BaseException:  # a closed stream (GeneratorExit), Ctrl-C...: stop
+                    scope.stop()  # before LangGraph waits for the threads that wait on it
+                    raise
+                finally:
+                    close = getattr(parts, "close", None)  # LangGraph's stream is a generator
+                    if close is not None:
+                        close()
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

@@ -52,12 +52,17 @@ CANNOT_PASS = frozenset(
 )
 """Provider error codes (or types) that no retry can pass, whatever their HTTP status."""
 
-TRANSIENT_WORDS = ("server", "overload", "overloaded", "rate", "timeout", "unavailable")
-"""Words of an error sent inside a 200 reply (no status to go by) that may pass if asked again:
-whole words (``rate_limit_exceeded``, ``server_error``, "rate limit"), not parts of others
-("generate", "moderate")."""
-
-_WORDS = re.compile(r"[a-z]+")
+TRANSIENT_WORDS = re.compile(
+    r"(?<![a-z])(rate[ _-]?limit|too[ _]many[ _]requests|overload|"
+    r"server[ _](had[ _]an[ _])?error|internal[ _]error|time[ds]?[ _-]?out|unavailable|"
+    r"try[ _]again)",
+    re.IGNORECASE,
+)
+"""What, in an error sent inside a 200 reply (no status to go by), says it may pass if asked
+again: its code, type or message (``rate_limit_exceeded``, "Rate limit reached",
+``server_error``, "The server had an error", "Server overloaded", "Request timed out"); not a
+word inside another ("generate", "first-rate") nor "server" alone ("model not found on this
+server")."""
 
 
 class PlanexecError(ValueError):
@@ -150,11 +155,12 @@ def is_transient(exc: BaseException) -> bool:
         return True
     if _named(exc, "APIError"):  # an error sent inside a 200 reply: its words tell
         body = getattr(exc, "body", None)
-        if isinstance(body, dict):  # an error event in a stream: its code or type
-            words = f"{fields.get('code')} {fields.get('type')}"
+        if isinstance(body, dict):  # an error event in a stream: its code or type, if it has
+            named = " ".join(str(fields[k]) for k in ("code", "type") if fields.get(k))
+            words = named or str(fields.get("message") or "")  # one, decides; else its words
         else:  # {"error": "some text"}
-            words = str(body or exc)[:1000].lower()
-        return any(word in TRANSIENT_WORDS for word in _WORDS.findall(words.lower()))
+            words = str(body or exc)
+        return TRANSIENT_WORDS.search(words[:1000]) is not None
     return False
 
 

@@ -161,9 +161,9 @@ def test_a_calls_leftovers_are_cancelled_and_an_unowned_task_is_not():
 class ApiError(Exception):
     """Stands for a client's error sent inside a 200 reply (matched by name)."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.body = message
+    def __init__(self, body: Any) -> None:
+        super().__init__(str(body))
+        self.body = body
 
 
 ApiError.__name__ = "APIError"
@@ -177,7 +177,71 @@ ApiError.__name__ = "APIError"
         ("moderate content", False),
         ("Server overloaded, try later", True),
         ("rate limit reached", True),
+        ("model not found on this server", False),
+        ("Invalid API key for this server", False),
+        ("a first-rate answer", False),
+        ("Request timed out", True),
+        ("Too many requests", True),
+        ("ratelimit reached", True),
+        ({"message": "server overloaded"}, True),
+        ({"error": {"message": "Rate limit reached"}}, True),
+        ({"error": {"code": "invalid_request_error", "message": "bad"}}, False),
     ],
 )
 def test_only_whole_words_make_an_error_in_a_200_reply_transient(words, transient):
     assert is_transient(ApiError(words)) is transient
+
+
+def _approved_stream(graph: Any, config: Any, context: Any) -> Any:
+    request = graph.invoke({"task": "t"}, config, context=context)["__interrupt__"][0].value
+    answer = {"action": "approve", "digest": request["digest"]}
+    return graph.stream(Command(resume=answer), config, context=context, stream_mode="custom")
+
+
+def test_closing_a_sync_stream_stops_the_run_at_once(use_models, ctx):
+    STARTED.clear()
+    plan = plan_of(step(1, "slow", {"n": 1}), step(2, "slow", {"n": "$1"}, [1]))
+    use_models(planner=scripted(plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([slow]))
+    stream = _approved_stream(graph, thread(), ctx(max_replans=0))
+    for event in stream:
+        if event.get("event") == "step_started":
+            break
+    started = time.monotonic()
+    stream.close()
+    assert time.monotonic() - started < 0.5  # before: the round ran on (2 s)
+    time.sleep(1.5)
+    assert STARTED == [1]
+
+
+def test_ctrl_c_while_a_sync_stream_is_read_stops_the_run_at_once(use_models, ctx):
+    STARTED.clear()
+    plan = plan_of(step(1, "slow", {"n": 1}), step(2, "slow", {"n": "$1"}, [1]))
+    use_models(planner=scripted(plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([slow]))
+    stream = _approved_stream(graph, thread(), ctx(max_replans=0))
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        for _ in stream:
+            pass
+    assert time.monotonic() - started < 1.0  # before: 2 s, the whole round ran on
+    time.sleep(1.5)
+    assert STARTED == [1]
+
+
+def test_ctrl_c_after_the_plan_streamed_stops_its_steps_and_a_resume_runs_none_twice(
+    use_models, ctx
+):
+    STARTED.clear()
+    plan = plan_of(step(1, "slow", {"n": 1}), step(2, "slow", {"n": "$1"}, [1]))
+    use_models(planner=scripted(plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([slow]), approval="never")
+    config = thread()
+    threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):  # steps start in the planner, as the plan streams
+        graph.invoke({"task": "t"}, config, context=ctx(max_replans=0))
+    assert time.monotonic() - started < 1.5  # before: 2 s, both steps ran
+    time.sleep(1.0)
+    assert STARTED == [1]

@@ -176,7 +176,8 @@ def test_a_timed_out_tool_is_not_retried_unless_it_says_its_timeouts_are_transie
     assert len(calls[keys["retried_load"]]) == 1
     assert steps["3"]["attempts"] == 2 and steps["3"]["status"] == "failed"
     assert steps["3"]["error"].startswith(
-        "not started: an earlier call of this step (retried_load) timed out and is still running"
+        "not started: an earlier call of this step (retried_load) was given up on (it timed out, "
+        "or its run was stopped) and is still running"
     )
 
 
@@ -197,7 +198,7 @@ def test_abandoned_calls_are_bounded_per_process(use_models, ctx, mode):
     statuses = [out["steps"][i]["status"] for i in "12345"]
     assert statuses == ["failed", "failed", "succeeded", "succeeded", "failed"]
     assert out["steps"]["5"]["error"] == (
-        "not started: 2 tool calls that timed out are still running in this process "
+        "not started: 2 tool calls given up on are still running in this process "
         "(max_abandoned_calls is 2); echo starts once fewer run"
     )
     assert sorted(c["step"] for c in abandoned_calls()) == [1, 2]

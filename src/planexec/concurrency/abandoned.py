@@ -98,12 +98,13 @@ def refusal(scope: CallScope, name: str) -> str | None:
     if scope.step is not None and own:
         since = time.time() - own[0]["abandoned_at"]
         return (
-            f"not started: an earlier call of this step ({own[0]['tool']}) timed out and is "
-            f"still running ({since:.1f} s after it was abandoned); a step never runs twice at once"
+            f"not started: an earlier call of this step ({own[0]['tool']}) was given up on (it "
+            f"timed out, or its run was stopped) and is still running ({since:.1f} s after it "
+            "was abandoned); a step never runs twice at once"
         )
     if len(running) >= scope.max_abandoned:
         return (
-            f"not started: {len(running)} tool calls that timed out are still running in this "
+            f"not started: {len(running)} tool calls given up on are still running in this "
             f"process (max_abandoned_calls is {scope.max_abandoned}); {name} starts once fewer run"
         )
     return None

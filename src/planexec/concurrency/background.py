@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import os
+import signal
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from planexec.concurrency.workers import DaemonThreads
@@ -124,6 +126,7 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     ctx = contextvars.copy_context()
     target = loop()
     started: list[asyncio.Task[T]] = []
+    scope = _SCOPE.get()
 
     def start() -> None:
         if done.cancelled():  # the caller stopped before it started
@@ -131,6 +134,8 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         task = target.create_task(make(), context=ctx)
         started.append(task)
         task.add_done_callback(lambda t: _copy_outcome(t, done))
+        if scope is not None:
+            scope.add(task)
 
     target.call_soon_threadsafe(start)
     try:
@@ -141,6 +146,82 @@ def run_blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
             target.call_soon_threadsafe(lambda: [task.cancel() for task in started])
             _ended(started, CANCEL_WAIT)
         raise
+
+
+class RunScope:
+    """The work a sync run has on the background loop (its nodes' and steps' coroutines).
+
+    Stopping it cancels all of it, and whatever the run starts there afterwards, at once: a
+    sync run is stopped by its caller's thread (Ctrl-C, a closed stream), where LangGraph then
+    waits for its worker threads, which wait on this work.
+    """
+
+    def __init__(self) -> None:
+        """Start with no work, not stopped."""
+        self._lock = threading.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.stopped = False
+
+    def add(self, task: asyncio.Task[Any]) -> None:
+        """Count a task of the run (called on the loop); cancel it if the run has stopped."""
+        with self._lock:
+            if not self.stopped:
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+                return
+        task.cancel()
+
+    def stop(self) -> None:
+        """Cancel the run's work on the loop, and any it starts later (from any thread)."""
+        with self._lock:
+            self.stopped = True
+            tasks = list(self._tasks)
+        if tasks:
+            with contextlib.suppress(RuntimeError):  # the loop has gone: nothing runs there
+                loop().call_soon_threadsafe(lambda: [task.cancel() for task in tasks])
+
+
+_SCOPE: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
+    "planexec_run_scope", default=None
+)
+
+
+@contextlib.contextmanager
+def run_scope() -> Iterator[RunScope]:
+    """Collect the background work of the sync run made in this block (see :class:`RunScope`).
+
+    In the main thread, a Ctrl-C (SIGINT) first stops that work, then goes to the handler it
+    would have gone to (Python's own raises ``KeyboardInterrupt``): LangGraph, which waits for
+    its worker threads as the interrupt unwinds, then returns at once. A handler of your own
+    for SIGINT is left alone.
+    """
+    scope = RunScope()
+    token = _SCOPE.set(scope)
+    previous = _stop_on_sigint(scope)
+    try:
+        yield scope
+    finally:
+        if previous is not None:
+            with contextlib.suppress(ValueError):  # not the main thread any more (a generator)
+                signal.signal(signal.SIGINT, previous)
+        with contextlib.suppress(ValueError):  # a generator closed from another context
+            _SCOPE.reset(token)
+
+
+def _stop_on_sigint(scope: RunScope) -> Any:
+    """Install a SIGINT handler that stops ``scope`` first; return the one it replaces."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is not signal.default_int_handler:
+        return None
+
+    def stop_then_interrupt(signum: int, frame: Any) -> None:
+        scope.stop()
+        signal.default_int_handler(signum, frame)
+
+    signal.signal(signal.SIGINT, stop_then_interrupt)
+    return previous
 
 
 CANCEL_WAIT = 5.0

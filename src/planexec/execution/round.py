@@ -57,6 +57,9 @@ class ExecutionRound:
     running_steps: set[asyncio.Task[Any]] = field(default_factory=set)
     """The step coroutines under way (each task's body), cancelled if the run is stopped."""
 
+    stopped: bool = False
+    """Whether the run was stopped: a step task that starts after it does not run."""
+
     def cancel_steps(self) -> None:
         """Stop every step under way: the run was stopped (Ctrl-C, a closed stream, a cancel).
 
@@ -64,6 +67,7 @@ class ExecutionRound:
         abandoned (:mod:`planexec.concurrency.offloop`). Each step's task then ends, so
         LangGraph, which waits for its tasks when a run stops, returns at once.
         """
+        self.stopped = True
         for task in list(self.running_steps):
             with contextlib.suppress(RuntimeError):  # its loop has closed: it has ended
                 task.get_loop().call_soon_threadsafe(task.cancel)

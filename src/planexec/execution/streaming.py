@@ -342,8 +342,8 @@ class StreamingRound:
         return current_records(plan, {**self.kept_records, **self.records()})
 
     async def await_all(self) -> None:
-        """Wait until every step task called so far has ended."""
-        await all_ended(self.futures())
+        """Wait until every step task called so far has ended (stopped, if this is cancelled)."""
+        await all_ended(self.futures(), self.round)
 
     def start_rest(self, plan: PlanDoc | None) -> bool:
         """Start the rest of the whole ``plan`` in this round; False if it must wait.

@@ -31,6 +31,8 @@ async def run_step_async(step: StepDoc) -> StepOutcome:
     Raises :class:`CheckpointStoreError`, recording nothing, once the store has failed.
     """
     round_ = current_round()
+    if round_.stopped:  # the run was stopped before this task's turn came
+        raise asyncio.CancelledError
     this = asyncio.current_task()
     if this is not None:
         round_.running_steps.add(this)
@@ -50,12 +52,21 @@ def run_step_blocking(step: StepDoc) -> StepOutcome:
     return background.run_blocking(lambda: run_step_async(step))
 
 
-async def all_ended(futures: Sequence[StepFuture]) -> None:
+async def all_ended(futures: Sequence[StepFuture], round_: ExecutionRound) -> None:
     """Wait until every step task's future has ended, however it ended.
 
     A sync run's futures are thread futures (LangGraph runs its tasks on threads): they wake
-    this loop once, when the last one ends, not once each.
+    this loop once, when the last one ends, not once each. If the wait is cancelled (the run
+    was stopped), so is every step of the round under way (:meth:`ExecutionRound.cancel_steps`).
     """
+    try:
+        await _all_ended(futures)
+    except asyncio.CancelledError:
+        round_.cancel_steps()
+        raise
+
+
+async def _all_ended(futures: Sequence[StepFuture]) -> None:
     threads = [f for f in futures if isinstance(f, Future)]
     if threads:
         loop = asyncio.get_running_loop()

@@ -132,11 +132,7 @@ async def execute(
         futures = [call(step) for step in to_run]  # plan order: stable task ids
         for step, fut in zip(to_run, futures, strict=True):
             fut.add_done_callback(publisher(round_.gate, step))
-        try:
-            await all_ended(futures)
-        except asyncio.CancelledError:  # the run was stopped: no step goes on
-            round_.cancel_steps()
-            raise
+        await all_ended(futures, round_)  # if the run is stopped, so are its steps
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             await round_.store.check()  # did the store fail after the last step started?
