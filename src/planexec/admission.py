@@ -345,18 +345,34 @@ class PlanexecGraph(CompiledStateGraph[State, Context, InputState, OutputState])
         input, kwargs = self._admitted(input, config, kwargs)
         with hold(self, config):
             check_resumable(self, input, config)
-            with background.run_scope() as scope:  # Ctrl-C stops the run's work at once
-                parts = super().stream(input, config, **kwargs)
+            yield from self._stoppable(super().stream(input, config, **kwargs))
+
+    @staticmethod
+    def _stoppable(parts: Iterator[Any]) -> Iterator[Any]:
+        """Stream a sync run that stops at once when its reader stops (see :class:`RunScope`).
+
+        The run's work on the background loop is collected in a scope, in a context of the
+        run's own. A closed stream stops it before LangGraph waits for the threads that wait
+        on it; so does Ctrl-C, in the main thread (:func:`background.watch_sigint`).
+        """
+        scope = background.RunScope()
+        ctx = background.run_context(scope)
+        background.watch_sigint(scope)
+        try:
+            while True:
                 try:
-                    for part in parts:  # noqa: UP028 (not yield from: a close must reach us first)
-                        yield part
-                except BaseException:  # a closed stream (GeneratorExit), Ctrl-C...: stop
-                    scope.stop()  # before LangGraph waits for the threads that wait on it
-                    raise
-                finally:
-                    close = getattr(parts, "close", None)  # LangGraph's stream is a generator
-                    if close is not None:
-                        close()
+                    part = ctx.run(next, parts)
+                except StopIteration:
+                    return
+                yield part
+        except BaseException:  # a closed stream (GeneratorExit), Ctrl-C...: stop the work
+            scope.stop()
+            raise
+        finally:
+            close = getattr(parts, "close", None)  # LangGraph's stream is a generator
+            if close is not None:
+                ctx.run(close)
+            background.unwatch_sigint(scope)
 
     async def astream(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

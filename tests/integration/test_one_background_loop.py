@@ -12,6 +12,7 @@ task started as ``unowned`` is not.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import signal
 import threading
@@ -245,3 +246,38 @@ def test_ctrl_c_after_the_plan_streamed_stops_its_steps_and_a_resume_runs_none_t
     assert time.monotonic() - started < 1.5  # before: 2 s, both steps ran
     time.sleep(1.0)
     assert STARTED == [1]
+
+
+def test_ctrl_c_stops_a_run_read_a_part_at_a_time_in_fresh_contexts_and_under_your_handler(
+    use_models, ctx
+):
+    # a server reads a sync stream one part per call, each in a context of its own; your own
+    # SIGINT handler raises; another run's stream is left open: Ctrl-C still stops this run
+    STARTED.clear()
+    plan = plan_of(step(1, "slow", {"n": 1}), step(2, "slow", {"n": "$1"}, [1]))
+    use_models(planner=scripted(plan_reply(plan), plan_reply(plan)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([slow]))
+    context = ctx(max_replans=0)
+    kept = _approved_stream(graph, thread(), context)  # another run, left open
+    next(kept)
+
+    def mine(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt("mine")
+
+    before = signal.signal(signal.SIGINT, mine)
+    try:
+        stream = _approved_stream(graph, thread(), context)
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt, match="mine"):
+            while True:
+                contextvars.copy_context().run(next, stream)
+        assert time.monotonic() - started < 1.0
+        time.sleep(1.5)
+        assert STARTED.count(2) == 0  # the second step of neither run started
+        kept.close()
+        assert signal.getsignal(signal.SIGINT) is mine  # your handler, once no run is left
+    finally:
+        kept.close()
+        signal.signal(signal.SIGINT, before)
+    assert signal.getsignal(signal.SIGINT) is before

@@ -27,7 +27,7 @@ import contextvars
 import os
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from planexec.concurrency.workers import DaemonThreads
@@ -186,42 +186,75 @@ _SCOPE: contextvars.ContextVar[RunScope | None] = contextvars.ContextVar(
 )
 
 
-@contextlib.contextmanager
-def run_scope() -> Iterator[RunScope]:
-    """Collect the background work of the sync run made in this block (see :class:`RunScope`).
+def run_context(scope: RunScope) -> contextvars.Context:
+    """Return a context of its own for a sync run, in which ``scope`` collects its work.
 
-    In the main thread, a Ctrl-C (SIGINT) first stops that work, then goes to the handler it
-    would have gone to (Python's own raises ``KeyboardInterrupt``): LangGraph, which waits for
-    its worker threads as the interrupt unwinds, then returns at once. A handler of your own
-    for SIGINT is left alone.
+    The run's generator is advanced and closed in it (``ctx.run(next, parts)``), so the scope
+    belongs to the run, never to whoever reads its stream (a server may read each part in
+    another context), and the reader's own context is never changed.
     """
-    scope = RunScope()
-    token = _SCOPE.set(scope)
-    previous = _stop_on_sigint(scope)
+    ctx = contextvars.copy_context()
+    ctx.run(_SCOPE.set, scope)
+    return ctx
+
+
+# Ctrl-C. A sync run read in the main thread is stopped when Ctrl-C interrupts it: LangGraph
+# waits for its worker threads as the interrupt unwinds, and they wait on the run's work here.
+# One process-wide handler wraps whatever handler was there: when that handler raises (Python's
+# own raises KeyboardInterrupt; so may yours), the live runs' work is stopped first. A handler
+# that does not raise (it sets a flag, asyncio's) stops nothing. Restored when the last run
+# ends, unless someone installed another meanwhile.
+_SIGINT_LOCK = threading.Lock()
+_WATCHED: set[RunScope] = set()
+_PREVIOUS: Any = None
+
+
+def _on_sigint(signum: int, frame: Any) -> None:
+    previous = _PREVIOUS
     try:
-        yield scope
-    finally:
-        if previous is not None:
-            with contextlib.suppress(ValueError):  # not the main thread any more (a generator)
-                signal.signal(signal.SIGINT, previous)
-        with contextlib.suppress(ValueError):  # a generator closed from another context
-            _SCOPE.reset(token)
+        if callable(previous):
+            previous(signum, frame)
+    except BaseException:
+        for scope in list(_WATCHED):
+            scope.stop()
+        raise
 
 
-def _stop_on_sigint(scope: RunScope) -> Any:
-    """Install a SIGINT handler that stops ``scope`` first; return the one it replaces."""
+def watch_sigint(scope: RunScope) -> bool:
+    """Stop ``scope`` when Ctrl-C interrupts this (main) thread; False if it cannot be watched.
+
+    Only in the main thread (where signals arrive), and only over a Python handler (not
+    ``SIG_IGN`` or ``SIG_DFL``).
+    """
+    global _PREVIOUS
     if threading.current_thread() is not threading.main_thread():
-        return None
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is not signal.default_int_handler:
-        return None
+        return False
+    with _SIGINT_LOCK:
+        current = signal.getsignal(signal.SIGINT)
+        if current is not _on_sigint:  # none yet, or one installed since (then it is wrapped)
+            if not callable(current):
+                return False
+            _PREVIOUS = current
+            signal.signal(signal.SIGINT, _on_sigint)
+        _WATCHED.add(scope)
+    return True
 
-    def stop_then_interrupt(signum: int, frame: Any) -> None:
-        scope.stop()
-        signal.default_int_handler(signum, frame)
 
-    signal.signal(signal.SIGINT, stop_then_interrupt)
-    return previous
+def unwatch_sigint(scope: RunScope) -> None:
+    """Stop watching ``scope``; after the last one, give SIGINT back to its handler.
+
+    Given back only from the main thread, and only if the handler is still planexec's (one
+    installed meanwhile is kept). Left installed otherwise: with no run watched it only calls
+    the handler it wraps.
+    """
+    global _PREVIOUS
+    with _SIGINT_LOCK:
+        _WATCHED.discard(scope)
+        if _WATCHED or threading.current_thread() is not threading.main_thread():
+            return
+        if signal.getsignal(signal.SIGINT) is _on_sigint and _PREVIOUS is not None:
+            signal.signal(signal.SIGINT, _PREVIOUS)
+            _PREVIOUS = None
 
 
 CANCEL_WAIT = 5.0
