@@ -7,8 +7,9 @@ asks a human, nothing runs before the approval. Every step runs once, resumed ru
 
 from __future__ import annotations
 
-import _thread
 import asyncio
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -267,7 +268,7 @@ class KilledOnce(Streamed):
             yield from chunks[: len(chunks) // 3]
             CALLED.wait(timeout=10)
             time.sleep(0.2)  # step 1's result is saved
-            _thread.interrupt_main()  # KeyboardInterrupt where the caller waits, as Ctrl-C does
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: the caller's wait is interrupted
             time.sleep(0.3)
             raise RuntimeError("the rest of this reply never comes: the process has gone")
         yield from chunks
