@@ -210,10 +210,10 @@ _PREVIOUS: Any = None
 
 
 def _on_sigint(signum: int, frame: Any) -> None:
-    previous = _PREVIOUS
+    # installed again by someone who saved it (signal.signal returns it): Python's own then
+    previous = _PREVIOUS if callable(_PREVIOUS) else signal.default_int_handler
     try:
-        if callable(previous):
-            previous(signum, frame)
+        previous(signum, frame)
     except BaseException:
         for scope in list(_WATCHED):
             scope.stop()
