@@ -23,6 +23,7 @@ _WHERE = {
     "PlanValidationError": "planexec.plan",
     "PlanexecError": "planexec.errors",
     "PlanexecSummary": "planexec.state",
+    "Recording": "planexec.recording",
     "RunError": "planexec.runs",
     "RunRequest": "planexec.runs",
     "RunResult": "planexec.runs",
@@ -50,6 +51,7 @@ __all__ = [
     "PlanValidationError",
     "PlanexecError",
     "PlanexecSummary",
+    "Recording",
     "RunError",
     "RunRequest",
     "RunResult",
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
     from planexec.errors import ConfigurationError, PlanexecError
     from planexec.graph import build_graph
     from planexec.plan import Plan, PlanValidationError, Step, validate_plan
+    from planexec.recording import Recording
     from planexec.runs import (
         RunError,
         RunRequest,

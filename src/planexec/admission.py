@@ -36,6 +36,7 @@ from planexec.context import Context, context_from_dict, context_of, run_context
 from planexec.errors import PlanexecError
 from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
+from planexec.redaction.secrets import redact
 from planexec.state import InputState, OutputState, PlanDoc, State
 from planexec.storage.outputs import output_of
 from planexec.storage.storable import text_size, unstorable_reason
@@ -74,6 +75,9 @@ def check_input(value: Any, *, nested: bool = False) -> Any:
             )
         if value.resume is not None:
             _check_storable(value.resume, "the resume answer")
+            # an answer's text (feedback, a reason, who answers) holds no secret past here:
+            # not in the checkpoint, the run's trace, a model's prompt, nor LangSmith feedback
+            value = dataclasses.replace(value, resume=redact(value.resume))
         if value.update is not None:
             update = _check_edit(value.update, "the command's state update")
             return dataclasses.replace(value, update=update)

@@ -37,6 +37,7 @@ from planexec.nodes import (
     routing,
     summary,
 )
+from planexec.recording import Recording, using
 from planexec.review.authority import rules_from
 from planexec.review.notify import ApprovalHook, notifier_from
 from planexec.state import EmbeddedOutput, InputState, OutputState, State
@@ -62,7 +63,9 @@ never streamed, so it has no such layer."""
 
 
 def one_node(
-    node: Callable[..., Coroutine[Any, Any, Any]], **bound: Any
+    node: Callable[..., Coroutine[Any, Any, Any]],
+    recording: Recording | None = None,
+    **bound: Any,
 ) -> RunnableLambda[Any, Any]:
     """Make a graph node of a coroutine function, written once, for sync and async runs alike.
 
@@ -71,19 +74,24 @@ def one_node(
     worker thread (:func:`planexec.concurrency.background.run_blocking`: LangGraph's config, stream
     writer and runtime go with it), telling it ``sync_run=True`` if it takes that argument (it
     then calls the sync step task and a sync saver's sync API). ``bound`` is given to every call.
+
+    ``recording`` is in use (:func:`planexec.recording.using`) while the node runs: its step
+    tasks and model calls, wherever they run, record to it or replay from it.
     """
     takes = inspect.signature(node).parameters
     on_sync = {**bound, "sync_run": True} if "sync_run" in takes else bound
 
     async def arun(state: Any, config: RunnableConfig) -> Any:
-        return (
-            await node(state, config, **bound) if "config" in takes else await node(state, **bound)
-        )
+        with using(recording):
+            if "config" in takes:
+                return await node(state, config, **bound)
+            return await node(state, **bound)
 
     def run(state: Any, config: RunnableConfig) -> Any:
-        if "config" in takes:
-            return background.run_blocking(lambda: node(state, config, **on_sync))
-        return background.run_blocking(lambda: node(state, **on_sync))
+        with using(recording):  # run_blocking runs the node in a copy of this context
+            if "config" in takes:
+                return background.run_blocking(lambda: node(state, config, **on_sync))
+            return background.run_blocking(lambda: node(state, **on_sync))
 
     return RunnableLambda(run, afunc=arun, name=node.__name__)
 
@@ -116,6 +124,7 @@ def build_graph(
     separate_approver: bool | None = None,
     approval_expires_after: float | None = None,
     approval_hook: ApprovalHook | None = None,
+    recording: Recording | None = None,
 ) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools.
 
@@ -148,7 +157,16 @@ def build_graph(
     side effects), ``approval_expires_after`` (else ``$PLANEXEC_APPROVAL_EXPIRES_AFTER``,
     seconds). ``approval_hook`` (else ``$PLANEXEC_APPROVAL_HOOK``): a callable or URL told when
     a question waits, expires or is answered (:mod:`planexec.review.notify`).
+
+    ``recording`` (a :class:`~planexec.recording.Recording`) records every tool call's output
+    (and model reply) of this graph's runs to a folder, or replays them from it without
+    calling the tools. It is the operator's choice, never a run's context: a client of the
+    server cannot make it read or write a folder.
     """
+    if recording is not None and not isinstance(recording, Recording):
+        raise TypeError(
+            f"build_graph(recording=...) takes a planexec.Recording, not {type(recording).__name__}"
+        )
     rules = rules_from(approvers, separate_approver, approval_expires_after)
     notifier = notifier_from(approval_hook)
     box = _sandbox(workspace, workspace_root, sandbox)
@@ -171,6 +189,7 @@ def build_graph(
         "planner",
         one_node(
             planner.plan,
+            recording,
             tools=registry,
             sandbox=box,
             chat_models=chat,
@@ -190,16 +209,17 @@ def build_graph(
     )
     builder.add_node(
         "executor",
-        one_node(executor.execute, tools=registry, sandbox=box, chat_models=chat),
+        one_node(executor.execute, recording, tools=registry, sandbox=box, chat_models=chat),
     )
     builder.add_node(
         "evaluator",
-        one_node(evaluator.evaluate, sandbox=box, tools=registry, chat_models=chat),
+        one_node(evaluator.evaluate, recording, sandbox=box, tools=registry, chat_models=chat),
     )
     builder.add_node(
         "replanner",
         one_node(
             replanner.replan,
+            recording,
             tools=registry,
             sandbox=box,
             chat_models=chat,

@@ -20,13 +20,46 @@ from planexec.cli.tooling import run_tools
 from planexec.cli.ui import styled
 from planexec.cli.watch import Watch, planner_problem
 from planexec.context import Context, InvalidContextError
+from planexec.errors import ConfigurationError
+from planexec.recording import Recording
 from planexec.runs import Runs, new_run, sandbox_for
 from planexec.runs.request import saved_context, workspace_for
 from planexec.tools import ToolRegistry, default_registry
 from planexec.tools.sandbox import check_thread_id
 
-__all__ = ["NewRun", "Session", "database", "demo", "resume", "show", "start", "threads"]
+__all__ = [
+    "NewRun",
+    "Recorded",
+    "Session",
+    "database",
+    "demo",
+    "resume",
+    "show",
+    "start",
+    "threads",
+]
 DEMO_NOTE = "this demo's plan was recorded; it uses none"
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The ``--record DIR`` / ``--replay DIR`` of ``run`` or ``resume`` (at most one given)."""
+
+    record: Path | None = None
+    replay: Path | None = None
+
+    def open(self) -> Recording | None:
+        """Return the recording asked for (None: live calls); refuse both, or a bad folder."""
+        if self.record is not None and self.replay is not None:
+            raise UserError("give --record DIR or --replay DIR, not both")
+        try:
+            if self.record is not None:
+                return Recording(self.record, "record")
+            if self.replay is not None:
+                return Recording(self.replay, "replay")
+        except ConfigurationError as exc:
+            raise UserError(str(exc)) from None
+        return None
 
 
 @dataclass(frozen=True)
@@ -43,6 +76,8 @@ class NewRun:
     """The MCP servers file whose tools the run may use (``--mcp``)."""
     tools: list[str] = field(default_factory=list)
     """The ``MODULE:ATTR`` sources of the Python tools the run may use (``--tools``)."""
+    recorded: Recorded = field(default_factory=Recorded)
+    """Whether the run records its calls, or replays them (``--record``, ``--replay``)."""
 
 
 def make_context(options: dict[str, Any]) -> Context:
@@ -58,6 +93,7 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
 
     ``note`` says why the run has no planner model (the demo), without asking the model.
     """
+    recording = new.recorded.open()  # before anything else: a wrong folder is said at once
     if not new.task and new.plan_file is None:
         raise UserError("give a TASK, or --plan with a plan file")
     if new.task and new.data and Path(new.task).is_file():
@@ -74,7 +110,9 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
     if missing_model:  # nothing could revise the given plan: a failed step ends the run
         context = replace(context, max_replans=0)
     with run_tools(new.tools, new.mcp) as tools:
-        return await _start(new, db, session, context, tid, folder, missing_model, tools, clock)
+        return await _start(
+            new, db, session, context, tid, folder, missing_model, tools, clock, recording
+        )
 
 
 async def _start(
@@ -87,8 +125,9 @@ async def _start(
     missing_model: str | None,
     tools: ToolRegistry | None,
     clock: float,
+    recording: Recording | None = None,
 ) -> int:
-    async with Runs.aopen(db, tools=tools, caller=local_user()) as runs:
+    async with Runs.aopen(db, tools=tools, caller=local_user(), recording=recording) as runs:
         if await runs.aget(tid) is not None:  # before any file is copied
             raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
         request = new_run(
@@ -110,6 +149,8 @@ async def _start(
         result = await watch.run(
             runs.astart(request, on_event=watch.progress, decide=watch.reviewer)
         )
+    if recording is not None:
+        session.out.print(recording.summary(), markup=False, highlight=False)
     wall = time.monotonic() - clock
     hints = failure_hints(result.values, root, registry, missing_model)
     return report(result.values, tid, str(root), session, wall, watch.reviewer.waited, hints)
@@ -121,15 +162,26 @@ async def resume(
     session: Session,
     mcp: Path | None = None,
     tools_from: list[str] | None = None,
+    recorded: Recorded | None = None,
 ) -> int:
-    """Continue a paused or interrupted run with these tools; return the exit code."""
+    """Continue a paused or interrupted run with these tools; return the exit code.
+
+    It records or replays only if ``recorded`` says so (what the run started with is not kept).
+    """
+    recording = (recorded or Recorded()).open()
     with run_tools(tools_from or [], mcp) as tools:
-        return await _resume(thread_id, db, session, tools)
+        return await _resume(thread_id, db, session, tools, recording)
 
 
-async def _resume(thread_id: str, db: str, session: Session, tools: ToolRegistry | None) -> int:
+async def _resume(
+    thread_id: str,
+    db: str,
+    session: Session,
+    tools: ToolRegistry | None,
+    recording: Recording | None = None,
+) -> int:
     clock = time.monotonic()
-    async with Runs.aopen(db, tools=tools, caller=local_user()) as runs:
+    async with Runs.aopen(db, tools=tools, caller=local_user(), recording=recording) as runs:
         thread = existing(await runs.aget(thread_id), thread_id, db)
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")
@@ -149,6 +201,8 @@ async def _resume(thread_id: str, db: str, session: Session, tools: ToolRegistry
         result = await watch.run(
             runs.aresume(thread_id, on_event=watch.progress, decide=watch.reviewer)
         )
+    if recording is not None:
+        session.out.print(recording.summary(), markup=False, highlight=False)
     wall = time.monotonic() - clock
     registry = tools if tools is not None else default_registry()
     hints = failure_hints(result.values, sandbox.root, registry, missing_model)

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from planexec.cli import options as o
+from planexec.cli.evaluate import eval_command
 
 app = typer.Typer(
     help="Turn a task into a plan you approve, then run it: in parallel, checked, replanned.",
@@ -59,12 +60,15 @@ def run(
     no_memory: o.NoMemoryOption = False,
     mcp: o.McpOption = None,
     tools: o.ToolsOption = None,
+    record: o.RecordOption = None,
+    replay: o.ReplayOption = None,
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress.
 
     Runs keep their files in the thread's own folder below the workspace root
     ($PLANEXEC_WORKSPACE_ROOT, else ./planexec-workspaces: ROOT/threads/THREAD_ID) unless
-    --workspace names a folder.
+    --workspace names a folder. --record DIR keeps every tool output (and model reply) as
+    files; --replay DIR serves them without calling the tools.
     """
     from planexec.cli import actions
     from planexec.cli.guard import guard
@@ -75,7 +79,10 @@ def run(
     options |= {"max_parallel_steps": max_parallel, "llm_judge": judge}
     options |= {"max_tokens": max_tokens, "max_cost": max_cost, "max_seconds": max_seconds}
     options |= {"plan_memory": False if no_memory else None}
-    new = actions.NewRun(task, plan, data or [], thread_id, workspace, options, mcp, tools or [])
+    recorded = actions.Recorded(record, replay)
+    new = actions.NewRun(
+        task, plan, data or [], thread_id, workspace, options, mcp, tools or [], recorded
+    )
     session = actions.Session(yes=yes, as_json=as_json)
     guard(actions.start(new, actions.database(db), session), session.running)
 
@@ -88,13 +95,19 @@ def resume(
     as_json: o.JsonOption = False,
     mcp: o.McpOption = None,
     tools: o.ToolsOption = None,
+    record: o.ResumeRecordOption = None,
+    replay: o.ResumeReplayOption = None,
 ) -> None:
-    """Continue a paused or interrupted run where it stopped (give it the same --mcp, --tools)."""
+    """Continue a paused or interrupted run where it stopped (give it the same --mcp, --tools).
+
+    A run started with --record or --replay records or replays only if given it again.
+    """
     from planexec.cli import actions
     from planexec.cli.guard import guard
 
     session = actions.Session(yes=yes, as_json=as_json)
-    resumed = actions.resume(thread_id, actions.database(db), session, mcp, tools or [])
+    recorded = actions.Recorded(record, replay)
+    resumed = actions.resume(thread_id, actions.database(db), session, mcp, tools or [], recorded)
     guard(resumed, session.running)
 
 
@@ -155,6 +168,9 @@ def demo(
     session = actions.Session(yes=yes, as_json=as_json)
     target = Path(workspace) if workspace is not None else None
     guard(actions.demo(target, actions.database(db), session), session.running)
+
+
+app.command("eval")(eval_command)  # planexec eval DATASET: cli/evaluate.py
 
 
 def main() -> None:

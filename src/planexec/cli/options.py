@@ -131,3 +131,28 @@ DemoWorkspace = Annotated[
 VersionOption = Annotated[
     bool | None, typer.Option("--version", is_eager=True, help="Print the version and exit.")
 ]
+RecordOption = Annotated[
+    Path | None,
+    typer.Option("--record", metavar="DIR",
+                 help="Record every tool call's output (and model reply) into DIR, as JSON files "
+                 "to commit (secrets scrubbed); replay them with --replay DIR."),
+]  # fmt: skip
+ReplayOption = Annotated[
+    Path | None,
+    typer.Option("--replay", metavar="DIR",
+                 help="Serve the tool outputs recorded in DIR instead of calling the tools (and "
+                 "the model replies recorded there, else the model is asked); a call not "
+                 "recorded fails its step, naming what changed. A replayed tool writes no file."),
+]  # fmt: skip
+ResumeRecordOption = Annotated[
+    Path | None,
+    typer.Option("--record", metavar="DIR",
+                 help="Record the resumed run's calls into DIR: recording goes on only if "
+                 "--record is given again."),
+]  # fmt: skip
+ResumeReplayOption = Annotated[
+    Path | None,
+    typer.Option("--replay", metavar="DIR",
+                 help="Replay the resumed run's calls from DIR: replaying goes on only if "
+                 "--replay is given again."),
+]  # fmt: skip

@@ -8,6 +8,7 @@ run with scrubbed arguments and result (:mod:`planexec.llm.scrubbed`), and a fai
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -15,8 +16,10 @@ from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
 from planexec.concurrency import toolcalls
+from planexec.concurrency.offloop import run_in_thread
 from planexec.concurrency.toolcalls import StepTimeout
 from planexec.errors import ToolError, TransientToolError, is_transient
+from planexec.recording import recording_in_use
 from planexec.redaction.secrets import redact
 from planexec.redaction.untraced import ToolRun, observed, quiet_config
 from planexec.redaction.untraced import quiet as untraced
@@ -40,20 +43,45 @@ async def call_tool(
     A result that does not fit the tool's declared output schema fails the call
     (:func:`planexec.tools.returns.check_output`): no dependent ever sees it. ``config``
     names and tags the stand-in run; what the tool writes to the stream is scrubbed.
+
+    The one place every tool call of a step passes (a tool step's, an executor model's), so
+    the one place a recording (:mod:`planexec.recording`, set by ``build_graph``) keeps each
+    call's output or failure, or in a replay serves it without calling the tool.
     """
+    recording = recording_in_use()  # build_graph's: record, or replay without calling the tool
 
     async def work() -> Any:
         problem: tuple[str, bool] | None = None
         with untraced():
             try:
+                if recording is not None and recording.replaying:
+                    return await run_in_thread(
+                        partial(recording.replay_tool, tool_.name, args, secrets=secrets)
+                    )
                 value = to_storable(
                     await toolcalls.call_isolated(tool_, args, quiet_config(secrets))
                 )
                 check_output(tool_, value)
-                return redact(value, secrets)
+                value = redact(value, secrets)
             except Exception as exc:  # reported as a scrubbed ToolFailed
                 problem = (redact(describe_error(exc), secrets), is_transient(exc))
+            else:
+                if recording is not None and recording.recording:
+                    keep = partial(recording.keep_tool, tool_.name, args, value, secrets=secrets)
+                    await run_in_thread(keep)
+                return value
         message, transient = problem  # raised here, outside the handler: no chained original
+        if recording is not None and recording.recording:
+            await run_in_thread(
+                partial(
+                    recording.keep_tool_failure,
+                    tool_.name,
+                    args,
+                    message,
+                    transient=transient,
+                    secrets=secrets,
+                )
+            )
         raise (TransientToolFailed if transient else ToolFailed)(message)
 
     if not observed(config):  # no tracer or stream handler: no stand-in run needed

@@ -1,7 +1,8 @@
 """Judging step results against what the steps were meant to produce.
 
 Cheap checks need no model (:func:`cheap_problem`): a result must not be empty, and the files
-its tool declares in its output must exist. The optional LLM judge (:func:`judge`) sees every
+its tool declares in its output must exist (except in a replay, :mod:`planexec.recording`,
+where a replayed tool wrote no file). The optional LLM judge (:func:`judge`) sees every
 newly finished step of a round in one call and answers with structured :class:`Verdicts`. A
 judge's reply that is not verdicts, or did not end normally (cut off, filtered, refused), gives
 none: the results stand on the cheap checks, and the evaluation's reason says why.
@@ -21,6 +22,7 @@ from pydantic import BaseModel, Field
 
 from planexec.errors import IncompleteReplyError, WorkspaceError
 from planexec.llm import prompts
+from planexec.recording import recording_in_use
 from planexec.redaction.secrets import redact
 from planexec.state import StepDoc
 from planexec.storage.outputs import summarize
@@ -62,6 +64,8 @@ def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace)
         return "the step produced no output"
     if not file_fields or not isinstance(output, dict):
         return None
+    if _replaying():  # a replayed tool wrote no file (planexec.recording): its output is all
+        return None
     for key in file_fields:
         value = output.get(key)
         paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
@@ -70,6 +74,11 @@ def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace)
             if problem:
                 return f"its output names {_short(path)}{problem}"
     return None
+
+
+def _replaying() -> bool:
+    recording = recording_in_use()
+    return recording is not None and recording.replaying
 
 
 _WORKSPACE_HINT = (

@@ -55,6 +55,7 @@ from collections.abc import Callable, Generator
 from contextvars import Context as VarContext
 from contextvars import copy_context
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -67,6 +68,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import Runnable
 
 from planexec.concurrency import background, workers
+from planexec.concurrency.offloop import run_in_thread
 from planexec.errors import (
     IncompleteReplyError,
     ModelCallError,
@@ -76,6 +78,9 @@ from planexec.errors import (
     is_transient,
 )
 from planexec.llm.endpoint import endpoint_of, urls_shown
+from planexec.recording import recording_in_use
+from planexec.recording.models import model_call_key
+from planexec.redaction.secrets import secret_values
 
 MAX_TRIES = 3
 """Most requests one model call makes for errors that may pass (within its deadline).
@@ -317,7 +322,44 @@ def request_reply_blocking(request: Request) -> BaseMessage:
 
 
 async def request_reply(request: Request) -> BaseMessage:
-    """Make a model call for an async caller (its loop stays free); return the reply."""
+    """Make a model call for an async caller (its loop stays free); return the reply.
+
+    With a recording in use that keeps models (:mod:`planexec.recording`, set by
+    ``build_graph``): a replay serves the reply recorded for this very call, if there is one,
+    without calling the model; a recording keeps each reply. The messages come scrubbed
+    (:class:`planexec.llm.scrubbed.ScrubbedChatModel`); the recording scrubs what it writes.
+    """
+    recording = recording_in_use()
+    if recording is None or not recording.models:
+        return await _request_reply(request)
+    key, identity = model_call_key(
+        request.who, request.base, request.inner, request.messages, request.kwargs
+    )
+    if recording.replaying:
+        served: BaseMessage | None = await run_in_thread(
+            partial(recording.model_reply, request.who, key)
+        )
+        if served is not None:
+            if request.watch is not None:
+                request.watch(served)
+            return served
+    reply = await _request_reply(request)
+    if recording.recording:
+        keep = partial(
+            recording.keep_model_reply,
+            request.who,
+            key,
+            reply,
+            model=identity,
+            messages=request.messages,
+            secrets=secret_values(),
+        )
+        await run_in_thread(keep)
+    return reply
+
+
+async def _request_reply(request: Request) -> BaseMessage:
+    """Make the model call itself (see :func:`request_reply`)."""
     caller = asyncio.get_running_loop()
     conduct = _conduct(request)
     producer: _Producer | None = None

@@ -11,6 +11,11 @@ raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
   model this way). It never streams tokens to callbacks: a secret split across tokens could
   not be recognised, so the ``messages`` stream gets each reply whole, scrubbed (a plan's
   steps are previewed whole, scrubbed, through :mod:`planexec.llm.replystream`).
+* What a traced model run shows of the call is the wrapped model's own (:func:`shown_params`):
+  its ``_type``, model name, settings, bound tools and ``tool_choice`` in ``invocation_params``,
+  its provider in the LangSmith metadata, and the reply's finish reason (``generation_info``)
+  and ``response_metadata``; scrubbed, and without whatever could hold a credential (headers,
+  fields named as keys or tokens, a URL's user, password and query).
 * :class:`planexec.redaction.untraced.ToolRun` is the stand-in of one tool call (``execution.calls``
 makes
   it); the real call runs inside :func:`planexec.redaction.untraced.quiet` with ``quiet_config``,
@@ -20,6 +25,7 @@ makes
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import copy_context
@@ -40,9 +46,10 @@ from langchain_core.runnables.config import var_child_runnable_config
 from pydantic import ConfigDict
 
 from planexec.llm import calls as modelcalls
-from planexec.llm.calls import Limits, Request
+from planexec.llm.calls import FINISH_KEYS, Limits, Request
+from planexec.llm.endpoint import shown_url
 from planexec.llm.replystream import current_watcher
-from planexec.redaction.secrets import redact, secret_values
+from planexec.redaction.secrets import REDACTED, redact, secret_values
 from planexec.redaction.untraced import quiet, scrub_exception
 from planexec.spending.budget import check_spending
 
@@ -76,11 +83,31 @@ class ScrubbedChatModel(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "planexec-scrubbed"
+        base = self._base()
+        return base._llm_type if base is not None else "planexec-scrubbed"
 
     @property
     def _identifying_params(self) -> dict[str, Any]:
-        return {"inner": self._base_name()}
+        base = self._base()
+        if base is None:
+            return {"inner": self._base_name()}
+        return shown_params(dict(base._identifying_params))
+
+    def _get_invocation_params(
+        self, stop: list[str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Return the wrapped model's invocation parameters, its bound tools included, scrubbed.
+
+        What a run of the wrapped model would show (``_type``, model, settings, ``tools``,
+        ``tool_choice``), so a traced call can be read and re-run as the model's own.
+        """
+        base = self._base()
+        if base is None:
+            return super()._get_invocation_params(stop, **kwargs)
+        params = base._get_invocation_params(stop=stop, **{**self._bound(), **kwargs})
+        if "stream" in params and current_watcher() is not None:
+            params["stream"] = True  # a watched reply is asked for streamed (replystream)
+        return shown_params(params)
 
     def __repr__(self) -> str:
         """Name the wrapped model only: a repr lands in traces (``serialized``)."""
@@ -92,6 +119,17 @@ class ScrubbedChatModel(BaseChatModel):
             inner = inner.bound
         return inner if isinstance(inner, BaseChatModel) else None
 
+    def _bound(self) -> dict[str, Any]:
+        """Return what the wrapped model was bound with (tools, tool_choice...), if anything.
+
+        Less what LangChain takes out of a call's arguments before it shows them (the format
+        of a structured output, traced in the run's options).
+        """
+        inner = self.inner
+        if not isinstance(inner, RunnableBinding):
+            return {}
+        return {k: v for k, v in inner.kwargs.items() if k not in TRACED_AS_OPTIONS}
+
     def _base_name(self) -> str:
         base = self._base()
         return type(base).__name__ if base is not None else type(self.inner).__name__
@@ -100,7 +138,7 @@ class ScrubbedChatModel(BaseChatModel):
         base = self._base()
         if base is None:
             return super()._get_ls_params(stop=stop, **kwargs)
-        return base._get_ls_params(stop=stop, **kwargs)
+        return base._get_ls_params(stop=stop, **{**self._bound(), **kwargs})
 
     def bind_tools(
         self,
@@ -195,6 +233,56 @@ def _raw_call(secrets: list[str]) -> Iterator[None]:
 
 
 def _scrubbed_result(reply: BaseMessage, secrets: list[str]) -> ChatResult:
+    """Return the reply as a chat result, scrubbed; its finish reason in ``generation_info``.
+
+    As the provider's own result has it (a reply asked whole or streamed alike), so a trace
+    shows why the reply ended.
+    """
     if not isinstance(reply, BaseMessage):
         reply = AIMessage(content=str(reply))
-    return ChatResult(generations=[ChatGeneration(message=redact(reply, secrets))])
+    said = reply.response_metadata or {}
+    info = {key: said[key] for key in FINISH_KEYS if said.get(key) is not None} or None
+    message = redact(reply, secrets)
+    return ChatResult(generations=[ChatGeneration(message=message, generation_info=info)])
+
+
+TRACED_AS_OPTIONS = frozenset({"ls_structured_output_format", "structured_output_format"})
+"""Bound arguments a chat model's run shows as options, not invocation parameters."""
+CREDENTIAL_NAME = re.compile(
+    r"key|token|secret|password|passwd|credential|auth|header|cookie|dsn|(^|_)pass($|_)",
+    re.IGNORECASE,
+)
+"""A setting whose name says it may hold a credential: its value is never shown."""
+COUNT_NAME = re.compile(r"tokens$|_tokens_|token_(count|limit)s?$", re.IGNORECASE)
+"""A setting named as a count of tokens (``max_tokens``): a number, shown."""
+SCHEMAS = frozenset({"tools", "functions", "response_format"})
+"""Settings that hold JSON schemas: their property names name arguments, not credentials."""
+
+
+def shown_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Return a model's invocation or identifying parameters fit for a trace.
+
+    A setting named as a credential (``api_key``, a ``*_token``, ``default_headers``...) shows
+    as ``[redacted]``, at any depth of the settings (``extra_body``, ``model_kwargs``) but not
+    inside the schemas of :data:`SCHEMAS` (bound tools, a response format); a URL shows without
+    its user, password and query (:func:`planexec.llm.endpoint.shown_url`); every known secret
+    is scrubbed from what is left (:func:`planexec.redaction.secrets.redact`).
+    """
+    shown = {key: value if key in SCHEMAS else _shown(key, value) for key, value in params.items()}
+    result: dict[str, Any] = redact(shown)
+    return result
+
+
+def _shown(key: object, value: Any) -> Any:
+    name = str(key)
+    if CREDENTIAL_NAME.search(name) and not COUNT_NAME.search(name) and value is not None:
+        return value if isinstance(value, bool | int | float) else REDACTED
+    if isinstance(value, dict):
+        return {k: _shown(k, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_shown(name, v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        return shown_url(value)
+    if isinstance(value, str | bool | int | float) or value is None:
+        return value
+    return f"<{type(value).__name__}>"  # a client, a callable: nothing a trace can re-run

@@ -60,8 +60,8 @@ from planexec.review.decisions import (
     Reject,
     ReviewDecision,
     read_decision,
-    response_schema,
 )
+from planexec.review.feedback import send_feedback
 from planexec.review.identity import (
     describe_identity,
     identity_problem,
@@ -74,6 +74,7 @@ from planexec.review.identity import (
 from planexec.review.notify import HookEvent, Notifier
 from planexec.review.policy import effective_policy, needs_approval
 from planexec.review.request import (
+    ANSWER_SCHEMA,
     ApprovalRequest,
     approval_request,
     invalid_plan,
@@ -135,6 +136,7 @@ def review(
             version=plan["version"],
             digest=digest,
         )
+        send_feedback(by_policy, config)
         return {**_approved(plan, digest, "auto"), "decisions": [by_policy]}
     if (state.get("approval") or {}).get("action") != "presented":
         # shown (and its time kept) in a run of its own, so the asking run, which a resume
@@ -165,7 +167,7 @@ def review(
     request = approval_request(
         state, plan, digest, problems, tools, ctx, asked_at=asked, expires_at=expires
     )
-    answer = interrupt(request, response_schema=response_schema())
+    answer = interrupt(request, response_schema=ANSWER_SCHEMA)  # the small schema: see its text
     at = authority.utc_now()
     who = who_answers(config, answer)
     said = Decision(kind="plan", by=who, at=at, version=plan["version"], digest=digest)
@@ -213,6 +215,7 @@ def review(
         decision = Decision(action="refused", feedback=str(exc))
     made = Decision(**said, **decision)
     _notify(notifier, "answered", config, request, made)
+    send_feedback(made, config)  # once per answer: a resume reaches here once
     return {**update, "decisions": [made]}
 
 

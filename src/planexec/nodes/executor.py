@@ -12,7 +12,9 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import patch_config, var_child_runnable_config
 from langgraph.func import task
 
 from planexec.errors import PlanNotApprovedError
@@ -65,6 +67,31 @@ def step_task(sync_run: bool) -> Callable[[StepDoc], StepFuture]:
     loop (an async body); both bodies run the same step (:func:`run_step_async`).
     """
     return run_step if sync_run else arun_step
+
+
+def tagged_call(
+    call: Callable[[StepDoc], StepFuture], step: StepDoc, plan_version: int
+) -> StepFuture:
+    """Call a step's durable task so that its run is tagged with the step.
+
+    LangGraph starts a task's run under the callbacks of the config it is called in: called
+    with the node's callbacks plus the tag ``planexec:step:N`` and the metadata
+    ``planexec_step`` and ``planexec_plan_version`` (what the step's tool or model runs carry),
+    the ``run_step`` run, whose output is the step's record, is found by its step. The task's
+    name, and so its id, is unchanged: a resumed run still finds the results saved before.
+    """
+    config = var_child_runnable_config.get()
+    callbacks = (config or {}).get("callbacks")
+    if config is None or not isinstance(callbacks, BaseCallbackManager):
+        return call(step)
+    tagged = callbacks.copy()
+    tagged.add_tags([f"planexec:step:{step['id']}"])
+    tagged.add_metadata({"planexec_step": step["id"], "planexec_plan_version": plan_version})
+    token = var_child_runnable_config.set(patch_config(config, callbacks=tagged))
+    try:
+        return call(step)
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 def approval_problem(state: State) -> str | None:
@@ -128,8 +155,9 @@ async def execute(
         asynchronous=not sync_run,
     )
     call = step_task(sync_run)
+    version = round_.plan["version"]
     with running(round_):  # the tasks' context: they take only their step as argument
-        futures = [call(step) for step in to_run]  # plan order: stable task ids
+        futures = [tagged_call(call, step, version) for step in to_run]  # plan order: stable ids
         for step, fut in zip(to_run, futures, strict=True):
             fut.add_done_callback(publisher(round_.gate, step))
         await all_ended(futures, round_)  # if the run is stopped, so are its steps

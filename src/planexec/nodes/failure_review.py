@@ -58,6 +58,7 @@ from planexec.review.failure import (
     describe_failure,
     from_hitl,
 )
+from planexec.review.feedback import send_feedback
 from planexec.review.identity import identity_problem, who_answers, without_by
 from planexec.review.notify import HookEvent, Notifier
 from planexec.review.request import plan_changed
@@ -191,6 +192,7 @@ def review_failure(
         }
     if notifier is not None:
         notifier.send(HookEvent(**{**event, "event": "answered"}, action=made["action"], by=who))
+    send_feedback(made, config)  # once per answer: a resume reaches here once
     return {**update, "failure_question": None, "decisions": [made]}
 
 

@@ -24,6 +24,30 @@ INVALID_PLAN = "this plan is invalid and cannot be approved (edit, reject or can
 """How a refusal to approve an invalid plan begins (its problems follow)."""
 
 
+ANSWER_SCHEMA: dict[str, Any] = dict(
+    title="planexec plan approval answer",
+    description=(
+        "planexec's own answer (the request's 'answers' shows each); a LangChain v1 HITL "
+        "answer, a legacy Agent Inbox one or the action's name as text are taken too. Every "
+        "shape's full schema: planexec.review.decisions.response_schema()."
+    ),
+    type="object",
+    properties={
+        "action": {"enum": ["approve", "edit", "reject", "cancel"]},
+        "digest": {"type": "string"},
+        "version": {"type": "integer"},
+        "plan": {"type": "object", "description": "edit: the plan shown, changed"},
+        "feedback": {"type": "string", "description": "reject: what to change"},
+        "reason": {"type": "string", "description": "cancel: why (optional)"},
+    },
+    required=["action"],
+)
+"""The answer schema every pause publishes (``Interrupt.response_schema``): planexec's own
+answer, the other accepted shapes named in its description. Small (under 1 KB of JSON), so a
+pause does not carry the full schema of every shape (5.6 KB:
+:func:`planexec.review.decisions.response_schema`, for clients that want it)."""
+
+
 def invalid_plan(problems: list[str]) -> str:
     """Say why approving a plan with these problems is refused."""
     return INVALID_PLAN + "; ".join(problems)

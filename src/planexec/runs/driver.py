@@ -14,6 +14,7 @@ from langgraph.store.base import BaseStore
 from planexec.admission import PlanexecGraph
 from planexec.context import ApprovalPolicy, Context
 from planexec.graph import build_graph
+from planexec.recording import Recording
 from planexec.runs.db import RunError, aopen_saver, aopen_store, open_saver, open_store, redact
 from planexec.runs.reading import (
     LISTED,
@@ -60,15 +61,18 @@ class Runs:
         store: BaseStore | None = None,
         models: Mapping[str, BaseChatModel] | None = None,
         caller: Caller | None = None,
+        recording: Recording | None = None,
     ) -> None:
         """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces).
 
         ``store`` keeps plan memory's templates (:mod:`planexec.memory`); none: no memory.
         ``models`` pins a role's chat model for every run (``build_graph(models=...)``).
         ``caller`` goes into the config of every run started or resumed here.
+        ``recording`` records or replays the tool calls of every run here
+        (``build_graph(recording=...)``).
         """
         self.checkpointer, self.db, self.approval = checkpointer, db, approval
-        self.caller = caller
+        self.caller, self.recording = caller, recording
         self.tools = ToolRegistry.of(tools) if tools is not None else None
         self.store, self.models = store, models
         self._graphs: dict[tuple[Sandbox | None, str | None], PlanexecGraph] = {}
@@ -82,13 +86,15 @@ class Runs:
         tools: ToolsLike | None = None,
         approval: ApprovalPolicy | None = None,
         caller: Caller | None = None,
+        recording: Recording | None = None,
     ) -> Iterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods.
 
         Its checkpoints keep the runs, its store plan memory's templates.
         """
         with open_saver(db) as saver, open_store(db) as store:
-            yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller)
+            yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller,
+                      recording=recording)  # fmt: skip
 
     @classmethod
     @asynccontextmanager
@@ -99,10 +105,12 @@ class Runs:
         tools: ToolsLike | None = None,
         approval: ApprovalPolicy | None = None,
         caller: Caller | None = None,
+        recording: Recording | None = None,
     ) -> AsyncIterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the async methods."""
         async with aopen_saver(db) as saver, aopen_store(db) as store:
-            yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller)
+            yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller,
+                      recording=recording)  # fmt: skip
 
     def graph(
         self, sandbox: Sandbox | None = None, context: Context | None = None
@@ -121,6 +129,7 @@ class Runs:
                 approval=approval,
                 store=self.store,
                 models=self.models,
+                recording=self.recording,
             )
         return self._graphs[key]
 

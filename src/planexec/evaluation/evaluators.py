@@ -1,0 +1,209 @@
+"""Evaluators of one example's run: plain functions ``(outputs, reference_outputs) -> score``.
+
+Each takes the target's :class:`~planexec.evaluation.outputs.TargetOutputs` and the example's
+expectations (its ``outputs`` as a dict) and returns ``{"key", "score", "comment"}``: score 1
+(met), 0 (missed) or None (the example asks nothing of it). ``langsmith.evaluate`` takes them
+as they are (``evaluators=DEFAULT_EVALUATORS``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from agentevals.trajectory.match import (  # type: ignore[import-untyped]
+    create_trajectory_match_evaluator,
+)
+from langsmith import run_helpers
+
+from planexec.evaluation.dataset import Expectations, ExpectedCall, Trajectory
+from planexec.evaluation.outputs import EvalScore
+
+Evaluator = Callable[[Mapping[str, Any], Mapping[str, Any]], EvalScore]
+"""An evaluator: ``(outputs, reference_outputs) -> EvalScore``."""
+
+
+def _expected(reference_outputs: Mapping[str, Any]) -> Expectations:
+    return Expectations.model_validate(dict(reference_outputs or {}))
+
+
+def _score(key: str, met: bool | None, comment: str) -> EvalScore:
+    return EvalScore(key=key, score=None if met is None else int(met), comment=comment)
+
+
+def plan_valid_first_time(
+    outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]
+) -> EvalScore:
+    """Say whether the planner's first draft was a valid plan (no repair asked)."""
+    valid = outputs.get("plan_valid_first_time")
+    if valid is None:
+        return _score("plan_valid_first_time", None, "no plan was drafted by the planner")
+    return _score("plan_valid_first_time", bool(valid),
+                  "valid at once" if valid else "needed repairs, or no valid plan")  # fmt: skip
+
+
+def _messages(calls: list[ExpectedCall]) -> list[dict[str, Any]]:
+    """One assistant message a call (agentevals' trajectory shape)."""
+    made = []
+    for call in calls:
+        function = {"name": call.tool, "arguments": json.dumps(call.args or {}, default=str)}
+        made.append({"role": "assistant", "content": "", "tool_calls": [{"function": function}]})
+    return made
+
+
+ABSENT = "<absent>"
+"""An expected argument the executed call did not have."""
+
+
+def _projected(ran: list[ExpectedCall], expected: list[ExpectedCall]) -> list[ExpectedCall]:
+    """Keep of each executed call only the arguments some expected call of its tool names.
+
+    An argument named but not given is :data:`ABSENT` (it cannot equal an expected value).
+    """
+    named: dict[str, set[str]] = {}
+    for call in expected:
+        named.setdefault(call.tool, set()).update(call.args or {})
+    return [
+        ExpectedCall(
+            tool=c.tool,
+            args={k: (c.args or {}).get(k, ABSENT) for k in sorted(named.get(c.tool, set()))},
+        )
+        for c in ran
+    ]
+
+
+def _agree(first: dict[str, Any], second: dict[str, Any]) -> bool:
+    """Say whether two calls' arguments agree on every name both have (either way round)."""
+    return all(first[k] == second[k] for k in first.keys() & second.keys())
+
+
+def trajectory(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:
+    """Match the run's tools against the expected ones (agentevals' trajectory match).
+
+    ``tools`` expected: the first plan's tools, in plan order (strict). ``trajectory``
+    expected: the tool steps that ran, in the order they started, in the example's mode
+    (``strict``, ``unordered``, ``subset``, ``superset``). An expected call's ``args`` must
+    equal the executed call's arguments of those names, as planned (``$N`` references
+    unresolved); arguments it does not name are ignored.
+    """
+    expected = _expected(reference_outputs)
+    if expected.tools is not None:
+        wanted = Trajectory(steps=list(expected.tools), match="strict")
+        ran = [ExpectedCall(tool=t) for t in outputs.get("planned_tools") or []]
+        what = "planned"
+    elif expected.trajectory is not None:
+        wanted, what = expected.trajectory, "ran"
+        ran = [
+            ExpectedCall(tool=c["tool"], args=c["args"]) for c in outputs.get("trajectory") or []
+        ]
+    else:
+        return _score("trajectory", None, "no tools or trajectory expected")
+    expected_calls = wanted.calls()
+    match = create_trajectory_match_evaluator(
+        trajectory_match_mode=wanted.match,
+        tool_args_match_mode="exact",
+        tool_args_match_overrides={c.tool: _agree for c in [*ran, *expected_calls]},
+    )
+    shown_ran = _projected(ran, expected_calls)
+    with run_helpers.tracing_context(enabled=False):  # a score, not a trace of its own
+        result = match(outputs=_messages(shown_ran), reference_outputs=_messages(expected_calls))
+    met = bool(result["score"]) if isinstance(result, dict) else False
+    shown = ", ".join(c.tool for c in ran) or "none"
+    expected_names = ", ".join(c.tool for c in wanted.calls()) or "none"
+    return _score(
+        "trajectory", met, f"{wanted.match}: {what} [{shown}], expected [{expected_names}]"
+    )
+
+
+NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+
+
+def normalised(text: str) -> str:
+    """Return text as facts are compared: lower case, one space between words, numbers plain.
+
+    A number loses its thousands separators and trailing zeros: ``897,325.00`` is ``897325``.
+    """
+
+    def plain(match: re.Match[str]) -> str:
+        written = match.group()
+        digits = written.replace(",", "")
+        if "," in written and not re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", written):
+            return written  # a list of numbers ("1,2,3"), not one number
+        try:
+            value = Decimal(digits).normalize()
+        except InvalidOperation:
+            return written
+        return format(value, "f")
+
+    return " ".join(NUMBER.sub(plain, text.lower()).split())
+
+
+def _appears(fact: str, text: str) -> bool:
+    """Say whether ``fact`` appears in ``text`` as whole words (``89732`` is not in ``897325``)."""
+    start = r"(?<!\w)" if fact[:1].isalnum() else ""
+    end = r"(?!\w)" if fact[-1:].isalnum() else ""
+    return re.search(start + re.escape(fact) + end, text) is not None
+
+
+def answer_facts(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:
+    """Say whether every expected fact appears in the answer, as whole words and numbers.
+
+    Both are compared :func:`normalised`: case, spacing and number formats do not count.
+    """
+    facts = _expected(reference_outputs).facts
+    if not facts:
+        return _score("answer_facts", None, "no facts expected")
+    answer = normalised(str(outputs.get("answer") or ""))
+    missing = [f for f in facts if not _appears(normalised(f), answer)]
+    if missing:
+        shown = "; ".join(repr(f[:80]) for f in missing[:5])
+        return _score("answer_facts", False, f"{len(missing)} of {len(facts)} missing: {shown}")
+    return _score("answer_facts", True, f"all {len(facts)} found")
+
+
+def final_status(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:
+    """Say whether the run ended with the expected status (default: succeeded)."""
+    wanted, got = _expected(reference_outputs).status, str(outputs.get("status"))
+    why = [str(outputs["error"])] if outputs.get("error") else []
+    why += [
+        f"step {f['step']} [{f.get('tool')}] {f.get('status')}: {f.get('error') or ''}"
+        for f in outputs.get("failed_steps") or []
+    ]
+    said = f" ({'; '.join(why)})" if why and got != wanted else ""
+    return _score("final_status", got == wanted, f"{got}, expected {wanted}{said}")
+
+
+def _limit(key: str, value_key: str, limit_key: str, unit: str) -> Evaluator:
+    def evaluator(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:
+        value = outputs.get(value_key) or 0
+        limit = getattr(_expected(reference_outputs), limit_key)
+        if limit is None:
+            return _score(key, None, f"{value:g}{unit}, no limit")
+        return _score(key, value <= limit, f"{value:g}{unit} of at most {limit:g}{unit}")
+
+    evaluator.__name__ = evaluator.__qualname__ = key
+    evaluator.__doc__ = f"Say whether the run's {value_key} stayed within {limit_key}."
+    return evaluator
+
+
+steps = _limit("steps", "steps_run", "max_steps", "")
+model_calls = _limit("model_calls", "model_calls", "max_model_calls", "")
+tokens = _limit("tokens", "tokens", "max_tokens", "")
+cost = _limit("cost", "cost", "max_cost", " USD")
+wall_time = _limit("wall_time", "wall_seconds", "max_seconds", " s")
+
+DEFAULT_EVALUATORS: tuple[Evaluator, ...] = (
+    plan_valid_first_time,
+    trajectory,
+    answer_facts,
+    final_status,
+    steps,
+    model_calls,
+    tokens,
+    cost,
+    wall_time,
+)
+"""Every evaluator but the LLM judge, in the order the results table shows them."""

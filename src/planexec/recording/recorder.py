@@ -1,0 +1,269 @@
+"""``Recording``: a folder of tool outputs and model replies, recorded or replayed."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Literal, TypedDict, get_args
+
+from langchain_core.messages import BaseMessage
+
+from planexec.errors import ConfigurationError, ToolError, TransientToolError
+from planexec.recording import files
+from planexec.recording.files import RecordingError, digest, safe_name, sorted_json
+from planexec.recording.models import asked, reply_data, reply_of
+from planexec.recording.nearest import nearest, said
+from planexec.recording.shapes import (
+    FailureDoc,
+    ModelRecord,
+    ToolRecord,
+    model_record,
+    tool_record,
+)
+from planexec.redaction.secrets import redact, secret_values
+from planexec.storage.storable import to_storable
+
+Mode = Literal["record", "replay"]
+MODES: tuple[str, ...] = get_args(Mode)
+
+
+class NoRecordingError(ToolError):
+    """A replayed call has no recording: its step fails (not attempted again)."""
+
+
+class RecordedToolFailure(ToolError):
+    """A tool call's failure, as recorded: replayed, it fails the step the same way."""
+
+
+class RecordedTransientFailure(RecordedToolFailure, TransientToolError):
+    """A recorded failure that may pass on its own: the step is attempted again, as recorded."""
+
+
+class RecordingStats(TypedDict):
+    """What a recording did so far (counted in this process)."""
+
+    tool_calls_recorded: int
+    tool_calls_replayed: int
+    tool_calls_missing: int
+    model_replies_recorded: int
+    model_replies_replayed: int
+    model_calls_live: int
+    """Model calls made live while replaying with ``models=True``: no reply was recorded."""
+
+
+class Recording:
+    """A folder of tool outputs (and model replies) a run records to or replays from.
+
+    ``mode="record"``: every tool call of a step (a tool step's, or an executor model's) is
+    kept after it returns, as planexec returns it (scrubbed of secrets), keyed by the tool's
+    name and its resolved arguments; a failure is kept too, unless the same call has a
+    recorded output. ``mode="replay"``: a call is served from the folder without calling the
+    tool; a call with no recording fails its step, naming the arguments that differ from the
+    nearest recording of its tool. ``models``: record model replies too, and in a replay serve
+    them when one was recorded for the very same call (else the model is called).
+
+    Give it to :func:`planexec.build_graph` (``recording=``); it is the operator's choice, never
+    a run's context. Files: ``folder/steps/<tool>/<sha>.json`` and
+    ``folder/models/<role>/<sha>.json`` (:mod:`planexec.recording.shapes`).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], mode: Mode, *, models: bool = True) -> None:
+        """Open ``folder`` to record into (made if absent) or to replay from (must exist)."""
+        if mode not in MODES:
+            raise ConfigurationError(f"recording mode {mode!r}: expected 'record' or 'replay'")
+        path = Path(folder).expanduser()
+        if path.exists() and not path.is_dir():
+            raise ConfigurationError(f"recording folder {path} is not a folder")
+        if mode == "replay" and not path.is_dir():
+            raise ConfigurationError(f"recording folder {path} does not exist: nothing to replay")
+        if mode == "record":
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigurationError(f"cannot make recording folder {path}: {exc}") from None
+        self.folder = path.resolve()
+        self.mode: Mode = mode
+        self.models = models
+        self._lock = threading.Lock()
+        self._stats = RecordingStats(
+            tool_calls_recorded=0,
+            tool_calls_replayed=0,
+            tool_calls_missing=0,
+            model_replies_recorded=0,
+            model_replies_replayed=0,
+            model_calls_live=0,
+        )
+
+    def __repr__(self) -> str:
+        """Name the folder and mode."""
+        return f"Recording({str(self.folder)!r}, {self.mode!r}, models={self.models})"
+
+    @property
+    def recording(self) -> bool:
+        """Whether calls are recorded (``mode="record"``)."""
+        return self.mode == "record"
+
+    @property
+    def replaying(self) -> bool:
+        """Whether calls are served from the folder (``mode="replay"``)."""
+        return self.mode == "replay"
+
+    @property
+    def stats(self) -> RecordingStats:
+        """What this recording did so far in this process (a copy)."""
+        with self._lock:
+            return RecordingStats(**self._stats)
+
+    def summary(self) -> str:
+        """Say in one line what this recording did (the ``planexec run`` command prints it)."""
+        done = self.stats
+        if self.recording:
+            return (
+                f"recorded into {self.folder}: {_n(done['tool_calls_recorded'], 'tool call')}, "
+                f"{_n(done['model_replies_recorded'], 'model reply', 'model replies')}"
+            )
+        live = f"{_n(done['model_calls_live'], 'model call')} made live" if self.models else ""
+        return (
+            f"replayed from {self.folder}: {_n(done['tool_calls_replayed'], 'tool call')} "
+            f"({done['tool_calls_missing']} not recorded), "
+            f"{_n(done['model_replies_replayed'], 'model reply', 'model replies')}"
+            + (f"; {live}" if live else "")
+        )
+
+    def count(self, what: str) -> None:
+        """Count one event of ``what`` (a key of :class:`RecordingStats`)."""
+        with self._lock:
+            self._stats[what] += 1  # type: ignore[literal-required]
+
+    # --- tools ---------------------------------------------------------------------------
+
+    def _tool_call(
+        self, tool: str, args: dict[str, Any], secrets: list[str]
+    ) -> tuple[str, dict[str, Any], Path]:
+        """Return a call's tool name and arguments as recorded (scrubbed), and its file."""
+        known = _secrets(secrets)
+        name = str(redact(tool, known))
+        shown = sorted_json(redact(to_storable(args), known))
+        key = digest({"tool": name, "args": shown})
+        return name, shown, self.folder / "steps" / safe_name(name) / f"{key}.json"
+
+    def keep_tool(
+        self, tool: str, args: dict[str, Any], output: Any, *, secrets: list[str]
+    ) -> None:
+        """Record a tool call's output (as the step returned it), replacing any earlier one."""
+        name, shown, path = self._tool_call(tool, args, secrets)
+        record = ToolRecord(args=shown, output=to_storable(output), tool=name)  # sorted keys
+        with self._lock:  # not between a failure's check and its write
+            files.write_file(self.folder, path, _scrubbed(record, secrets))
+        self.count("tool_calls_recorded")
+
+    def keep_tool_failure(
+        self, tool: str, args: dict[str, Any], message: str, *, transient: bool, secrets: list[str]
+    ) -> None:
+        """Record a tool call's failure, unless the same call has a recorded output."""
+        name, shown, path = self._tool_call(tool, args, secrets)
+        failure = FailureDoc(message=str(message), transient=transient)
+        record = ToolRecord(args=shown, error=failure, tool=name)  # sorted keys
+        with self._lock:
+            if path.is_file():
+                try:
+                    if "output" in tool_record(files.read_file(self.folder, path), path):
+                        return  # a success is never replaced by a failure
+                except RecordingError:
+                    pass  # a broken file is replaced
+            files.write_file(self.folder, path, _scrubbed(record, secrets))
+        self.count("tool_calls_recorded")
+
+    def replay_tool(self, tool: str, args: dict[str, Any], *, secrets: list[str]) -> Any:
+        """Return a call's recorded output, or raise its recorded failure.
+
+        Raises :class:`NoRecordingError` when the call was not recorded, and
+        :class:`RecordingError` for a recording that cannot be read (naming its file).
+        """
+        name, shown, path = self._tool_call(tool, args, secrets)
+        record = self._tool_file(path) if path.exists() or path.is_symlink() else None
+        if record is None or record["tool"] != name or record["args"] != shown:
+            record = self._find(path.parent, name, shown)
+        if "error" in record:
+            failure = record["error"]
+            kind = RecordedTransientFailure if failure["transient"] else RecordedToolFailure
+            self.count("tool_calls_replayed")
+            raise kind(failure["message"])
+        self.count("tool_calls_replayed")
+        return to_storable(record["output"])  # a file edited by hand may hold NaN, a NUL...
+
+    def _tool_file(self, path: Path) -> ToolRecord:
+        return tool_record(files.read_file(self.folder, path), path)
+
+    def _find(self, folder: Path, name: str, args: dict[str, Any]) -> ToolRecord:
+        """Return the recording of this call in ``folder``, whatever its file's name.
+
+        A file edited by hand keeps its old name. Raises naming the nearest recording's
+        differences when there is none.
+        """
+        recorded = map(self._tool_file, files.json_files(self.folder, folder))
+        same_tool = [r for r in recorded if r["tool"] == name]
+        for record in same_tool:
+            if record["args"] == args:
+                return record
+        self.count("tool_calls_missing")
+        if not same_tool:
+            raise NoRecordingError(f"no recording of tool {name}")
+        raise NoRecordingError(said(name, nearest([r["args"] for r in same_tool], args)))
+
+    # --- models --------------------------------------------------------------------------
+
+    def _model_file(self, role: str, key: str) -> Path:
+        return self.folder / "models" / safe_name(role) / f"{key}.json"
+
+    def model_reply(self, role: str, key: str) -> BaseMessage | None:
+        """Return the reply recorded for the model call ``key`` of ``role``, if there is one."""
+        path = self._model_file(role, key)
+        if not (path.exists() or path.is_symlink()):
+            self.count("model_calls_live")
+            return None
+        record = model_record(files.read_file(self.folder, path), path)
+        try:
+            reply = reply_of(record["reply"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RecordingError(
+                f"recording {path} does not hold a model's reply: {type(exc).__name__}: "
+                f"{str(exc)[:200]}"
+            ) from None
+        self.count("model_replies_replayed")
+        return reply
+
+    def keep_model_reply(
+        self,
+        role: str,
+        key: str,
+        reply: BaseMessage,
+        *,
+        model: dict[str, Any],
+        messages: list[BaseMessage],
+        secrets: list[str],
+    ) -> None:
+        """Record a model call's reply under its key (see :mod:`planexec.recording.models`)."""
+        record = ModelRecord(  # sorted keys; the reply as LangChain orders it
+            asked=asked(messages),
+            model=sorted_json(to_storable(model)),
+            reply=to_storable(reply_data(reply)),
+            role=role,
+        )
+        files.write_file(self.folder, self._model_file(role, key), _scrubbed(record, secrets))
+        self.count("model_replies_recorded")
+
+
+def _n(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
+def _secrets(given: list[str]) -> list[str]:
+    """Return the secrets given and the process's own, longest first."""
+    return sorted(set(given) | set(secret_values()), key=len, reverse=True)
+
+
+def _scrubbed(record: Any, secrets: list[str]) -> Any:
+    """Return ``record`` with every secret replaced: the one check before anything is written."""
+    return redact(record, _secrets(secrets))

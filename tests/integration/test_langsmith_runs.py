@@ -1,0 +1,412 @@
+"""Traced runs as LangSmith shows them: model runs look like the model's, pauses are small, and
+each step's record is on a run tagged with its step.
+
+The LangSmith tests run a graph in a subprocess with tracing on, through the real ``langsmith``
+client, against a loopback endpoint that answers ``/info`` as LangSmith does (zstd-compressed
+multipart ingest); what arrives is decoded (zstd, gzip) and put together run by run (a run's
+post and patch, and their ``inputs``/``outputs``/``extra``/``error`` parts). The planner is a
+real ``ChatOpenAI`` (``openai:...``, or an instance given to ``build_graph``) against the local
+OpenAI-compatible server (:mod:`tests.openai_server`), so the invocation parameters are
+ChatOpenAI's own. The other tests record runs in the process with a ``BaseTracer``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.parser
+import email.policy
+import gzip
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import zstandard
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from planexec import build_graph
+from planexec.llm.scripted import ScriptedChatModel
+from planexec.review.decisions import response_schema
+from planexec.tools import ToolRegistry
+from tests import leaky
+from tests.helpers import ROOT, echo, plan_of, plan_reply, scripted, step
+from tests.integration.test_tracing import Recorder
+from tests.openai_server import serve, tool_call_message
+from tests.servers import free_port
+
+INFO = {
+    "version": "0.12.33",
+    "instance_flags": {"zstd_compression_enabled": True},
+    "batch_ingest_config": {
+        "use_multipart_endpoint": True,
+        "size_limit_bytes": 20_971_520,
+        "size_limit": 100,
+        "scale_up_nthreads_limit": 16,
+        "scale_up_qsize_trigger": 1000,
+        "scale_down_nempty_trigger": 4,
+    },
+}
+"""What LangSmith's ``/info`` says: runs go in zstd-compressed multipart batches."""
+
+PLAN = plan_of(step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "$1"}, [1]))
+
+PINNED_PASSWORD = "url-PINNED-pass-424242"
+PINNED_HEADER = "hdr-PINNED-token-515151"
+PINNED_BODY_KEY = "body-PINNED-key-626262"
+PINNED_API_KEY = "sk-PINNED-apikey-737373"
+PINNED_SECRETS = (PINNED_PASSWORD, PINNED_HEADER, PINNED_BODY_KEY, PINNED_API_KEY)
+"""Secrets a model instance holds that no environment variable names: only where they sit
+(a URL's password, a header, a body field named as a key) marks them."""
+
+RUN = """
+import sys
+from langchain_core.tracers.langchain import wait_for_all_tracers
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from planexec import Context, build_graph
+from planexec.tools import ToolRegistry
+from tests.helpers import echo
+
+how, root, url = sys.argv[1], sys.argv[2], sys.argv[3]
+models = {}
+if how == "pinned":
+    from langchain_openai import ChatOpenAI
+    from tests.integration.test_langsmith_runs import pinned_planner
+    models["planner"] = pinned_planner(url)
+graph = build_graph(
+    checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), workspace_root=root, models=models
+)
+ctx = Context(planner_model="openai:local-planner")
+config = {"configurable": {"thread_id": "runs-thread"}}
+graph.invoke({"task": "t"}, config, context=ctx)
+out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)
+assert out["final"]["status"] == "succeeded", out["final"]
+wait_for_all_tracers()
+"""
+
+
+def pinned_planner(url: str) -> Any:
+    """A ChatOpenAI whose settings hold secrets: a URL password, a header, a body field."""
+    from langchain_openai import ChatOpenAI
+
+    with_password = url.replace("http://", f"http://planner:{PINNED_PASSWORD}@")
+    return ChatOpenAI(
+        model="pinned-planner",
+        base_url=with_password,
+        api_key=PINNED_API_KEY,  # type: ignore[arg-type]
+        default_headers={"X-Service-Token": PINNED_HEADER},
+        extra_body={"service_key": PINNED_BODY_KEY},
+        model_kwargs={"user": "alice"},
+        temperature=0.3,
+        stream_usage=True,
+        max_retries=0,
+    )
+
+
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The planner gets PLAN."""
+    return tool_call_message("Plan", PLAN)
+
+
+@dataclass
+class Received:
+    """What the endpoint got: each run put together from its parts; every body, decoded."""
+
+    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bodies: list[bytes] = field(default_factory=list)
+
+    def add(self, run_id: str, key: str | None, value: Any) -> None:
+        run = self.runs.setdefault(run_id, {"id": run_id})
+        if key is None:
+            run.update({k: v for k, v in value.items() if v is not None})
+        elif value is not None:
+            run[key] = value
+
+    def named(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.runs.values() if r.get("name") == name]
+
+
+def decoded(headers: Any, body: bytes) -> bytes:
+    """The body as sent before compression (zstd or gzip, by its content-encoding)."""
+    encoding = (headers.get("content-encoding") or "").lower()
+    if encoding == "zstd":
+        return zstandard.ZstdDecompressor().stream_reader(body).read()
+    if encoding == "gzip":
+        return gzip.decompress(body)
+    assert encoding in ("", "identity"), encoding
+    return body
+
+
+def take(received: Received, path: str, headers: Any, body: bytes) -> None:
+    """Sort one request's body into runs: multipart parts, a batch, or one run."""
+    kind = headers.get("content-type") or ""
+    received.bodies.append(body)
+    if kind.startswith("multipart/"):
+        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+            b"Content-Type: " + kind.encode() + b"\r\n\r\n" + body
+        )
+        for part in message.iter_parts():
+            name = str(part.get_param("name", header="content-disposition"))
+            op, _, rest = name.partition(".")
+            if op not in ("post", "patch"):
+                continue
+            run_id, _, key = rest.partition(".")
+            data = json.loads(part.get_payload(decode=True))
+            received.add(run_id, key or None, data)
+        return
+    if not body or path.startswith("/info"):
+        return
+    data = json.loads(body)
+    runs = [*data.get("post", []), *data.get("patch", [])] if "batch" in path else [data]
+    for run in runs:
+        received.add(str(run.get("id")), None, run)
+
+
+@pytest.fixture
+def planner_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """The local OpenAI-compatible server, answering every request with PLAN."""
+    with serve(answer) as (url, requests):
+        yield url, requests
+
+
+def traced(how: str, url: str, tmp_path: Any) -> Received:
+    """Run RUN with LangSmith tracing on against a loopback endpoint; return what it got."""
+    received = Received()
+    lock = threading.Lock()
+
+    class Sink(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            with lock:
+                take(received, self.path, self.headers, decoded(self.headers, body))
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps(INFO if self.path.startswith("/info") else {}).encode())
+
+        do_POST = do_PATCH = do_GET = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    port = free_port()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = {
+        **os.environ,
+        **leaky.ENV,
+        "LANGSMITH_TRACING": "true",
+        "LANGSMITH_API_KEY": "lsv2-fake-key-123",
+        "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
+        "OPENAI_BASE_URL": url,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", RUN, how, str(tmp_path), url],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    finally:
+        server.shutdown()
+        server.server_close()
+    return received
+
+
+def planner_run(received: Received) -> dict[str, Any]:
+    (run,) = received.named("planner model")
+    assert run["run_type"] == "llm"
+    return run
+
+
+@pytest.mark.parametrize("how", ["spec", "pinned"])
+def test_a_planner_run_shows_chatopenais_own_parameters(how, planner_server, tmp_path):
+    url, requests = planner_server
+    received = traced(how, url, tmp_path)
+    run = planner_run(received)
+    params = run["extra"]["invocation_params"]
+    sent = requests[0]  # what ChatOpenAI sent the server
+    model = "local-planner" if how == "spec" else "pinned-planner"
+    assert sent["model"] == model
+    assert params["_type"] == "openai-chat"
+    assert params["model"] == params["model_name"] == model
+    assert params["tools"] == sent["tools"]  # the planner's Plan schema, as ChatOpenAI sent it
+    assert [t["function"]["name"] for t in params["tools"]] == ["Plan"]
+    assert params["tool_choice"] == sent["tool_choice"]
+    assert params["stream"] is sent["stream"] is True  # the plan streams as it is written
+    metadata = run["extra"]["metadata"]
+    assert metadata["ls_provider"] == "openai"
+    assert metadata["ls_model_name"] == model
+    if how == "pinned":
+        assert params["temperature"] == metadata["ls_temperature"] == 0.3
+        assert params["user"] == "alice"  # model_kwargs, as ChatOpenAI shows them
+        assert params["extra_body"] == {"service_key": "[redacted]"}
+
+
+def test_a_planner_run_keeps_finish_reason_and_token_usage(planner_server, tmp_path):
+    url, _ = planner_server
+    run = planner_run(traced("spec", url, tmp_path))
+    (generation,) = run["outputs"]["generations"][0]
+    message = generation["message"]["kwargs"]
+    assert message["response_metadata"]["finish_reason"] == "tool_calls"
+    assert message["response_metadata"]["model_name"] == "local-planner"
+    usage = message["usage_metadata"]
+    assert (usage["input_tokens"], usage["output_tokens"]) == (123, 45)
+    assert generation["generation_info"]["finish_reason"] == "tool_calls"
+
+
+def test_langsmith_gets_small_pauses_step_tagged_records_and_no_secret(planner_server, tmp_path):
+    url, _ = planner_server
+    received = traced("pinned", url, tmp_path)
+    paused = [r for r in received.named("approval") if r.get("error")]
+    assert paused, "the pause for approval was not sent"
+    for run in paused:
+        assert len(run["error"]) < MAX_PAUSE_ERROR, len(run["error"])
+        assert "GraphInterrupt" in run["error"]
+    for sid in (1, 2):
+        (task,) = [
+            r
+            for r in received.runs.values()
+            if r.get("run_type") == "chain" and f"planexec:step:{sid}" in (r.get("tags") or [])
+        ]
+        assert task["extra"]["metadata"]["planexec_step"] == sid
+        assert task["outputs"]["status"] == "succeeded"
+    sent = b"".join(received.bodies)
+    for secret in (*leaky.SECRETS, *PINNED_SECRETS):
+        assert secret.encode() not in sent, secret
+
+
+MAX_PAUSE_ERROR = 10_000
+"""The most characters a pause's error may take in a trace (it was 18.8 KB): LangChain's
+tracer writes the interrupt's ``repr`` and a traceback repeating it, so the request (about
+3.2 KB for this plan, every UI's format) shows twice; the full answer schema no longer does."""
+MAX_SCHEMA = 1000
+"""The most bytes of JSON the answer schema published with each pause may take (was 5.6 KB)."""
+
+
+def paused_graph(use_models: Any) -> Any:
+    use_models(planner=scripted(plan_reply(PLAN)))
+    return build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_pause_is_a_small_error_with_a_small_payload(use_models, ctx, mode):
+    graph = paused_graph(use_models)
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": f"paused-{mode}"}, "callbacks": [recorder]}
+    if mode == "sync":
+        graph.invoke({"task": "t"}, config, context=ctx())
+    else:
+        asyncio.run(graph.ainvoke({"task": "t"}, config, context=ctx()))
+    (asked,) = graph.get_state(config).interrupts
+    schema = json.dumps(asked.response_schema)
+    payload = json.dumps({"value": asked.value, "response_schema": asked.response_schema})
+    print(f"pause payload: {len(payload)} bytes, of which the answer schema {len(schema)}")
+    assert len(schema) < MAX_SCHEMA
+    assert asked.response_schema["properties"]["action"]["enum"] == [
+        "approve",
+        "edit",
+        "reject",
+        "cancel",
+    ]
+    errors = [run.error for run in recorder.runs if run.name == "approval" and run.error]
+    assert len(errors) == 1
+    print(f"pause error in the trace: {len(errors[0])} characters")
+    assert len(errors[0]) < MAX_PAUSE_ERROR
+    full_schema = json.dumps(response_schema())
+    assert len(full_schema) > 4 * MAX_SCHEMA  # what every pause used to carry
+    assert "HITLResponse" not in errors[0] and "HumanResponse" not in errors[0]
+    assert asked.value["digest"][:8] in errors[0]  # it still says which plan it asks about
+    # every consumer still reads the request: a v1 HITL answer is taken
+    out = graph.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config, context=ctx())
+    assert out["final"]["status"] == "succeeded"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_each_step_task_run_is_tagged_with_its_step(use_models, ctx, mode):
+    graph = paused_graph(use_models)
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": f"tagged-{mode}"}, "callbacks": [recorder]}
+    if mode == "sync":
+        graph.invoke({"task": "t"}, config, context=ctx())
+        out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    else:
+
+        async def run() -> dict[str, Any]:
+            await graph.ainvoke({"task": "t"}, config, context=ctx())
+            return await graph.ainvoke(Command(resume={"action": "approve"}), config, context=ctx())
+
+        out = asyncio.run(run())
+    assert out["final"]["status"] == "succeeded"
+    tasks = [run for run in recorder.runs if run.name == "run_step"]
+    assert len(tasks) == 2
+    for run in tasks:
+        tagged = [t for t in run.tags or [] if t.startswith("planexec:step:")]
+        assert len(tagged) == 1, run.tags
+        sid = int(tagged[0].rsplit(":", 1)[1])
+        assert run.extra["metadata"]["planexec_step"] == sid
+        assert run.extra["metadata"]["planexec_plan_version"] == 1
+        assert run.outputs["status"] == "succeeded"
+        assert run.inputs["step"]["id"] == sid  # its own step's record
+    assert {r.extra["metadata"]["planexec_step"] for r in tasks} == {1, 2}
+
+
+HELD = ("held-url-pass-1", "held-query-key-2", "held-header-3", "held-secret-4", "held-token-5")
+
+
+class HoldingModel(ScriptedChatModel):
+    """A chat model whose settings hold credentials where providers' clients keep them."""
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model": "holding-1",
+            "base_url": f"https://planner:{HELD[0]}@llm.example/v1?api-key={HELD[1]}",
+            "default_headers": {"Authorization": f"Bearer {HELD[2]}"},
+            "client_secret": HELD[3],
+            "max_tokens": 64,
+            "extra_body": {"nested": {"session_token": HELD[4]}, "region": "eu"},
+        }
+
+    def bind_tools(self, tools: Any, *, tool_choice: Any = None, **kwargs: Any) -> Any:
+        """Bind the tools as a provider's model does (the script still decides the reply)."""
+        formatted = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+
+def test_a_models_credentials_never_reach_a_trace(ctx):
+    model = HoldingModel(replies=[plan_reply(PLAN)])
+    graph = build_graph(
+        checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), models={"planner": model}
+    )
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": "holding"}, "callbacks": [recorder]}
+    graph.invoke({"task": "t"}, config, context=ctx())
+    (run,) = [run for run in recorder.runs if run.run_type == "llm"]
+    params = run.extra["invocation_params"]
+    assert params["model"] == "holding-1"
+    assert params["max_tokens"] == 64  # a count of tokens is no token
+    assert params["base_url"] == "https://llm.example/v1"
+    assert params["default_headers"] == params["client_secret"] == "[redacted]"
+    assert params["extra_body"] == {"nested": {"session_token": "[redacted]"}, "region": "eu"}
+    assert [t["function"]["name"] for t in params["tools"]] == ["Plan"]
+    for run in recorder.runs:
+        seen = json.dumps(
+            [run.inputs, run.outputs, run.error, run.serialized, run.extra, run.events],
+            default=str,
+        )
+        for held in HELD:
+            assert held not in seen, (run.name, held)

@@ -1,0 +1,354 @@
+"""Record and replay at the step boundary: ``build_graph(recording=...)`` and ``run --record``.
+
+A recorded run's tool outputs (Python, built-in and MCP tools) and, when asked, its model
+replies are kept as plain JSON files; a replay serves them without calling a tool (counted
+here: a tool that counts its calls, a built-in file tool whose file is not written, an MCP
+stdio server whose state and process id show it was not called) and gives identical step
+outputs. A call with no recording fails its step, naming the argument that changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import shutil
+from typing import Any
+
+import pytest
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from typer.testing import CliRunner
+
+from planexec import Recording, build_graph
+from planexec.cli import app
+from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
+from planexec.tools import ToolRegistry, default_registry
+from tests import leaky
+from tests.helpers import DEMO, calls, count, echo, plan_of, plan_reply, step, text_reply, thread
+
+
+@tool
+def counted(key: str, value: int) -> dict[str, Any]:
+    """Count a call under ``key``; return the value and how many calls ``key`` has had."""
+    return {"value": value, "calls": count(key)}
+
+
+counted.metadata = {"side_effects": False}
+
+
+def tools() -> ToolRegistry:
+    registry = default_registry()
+    registry.register(counted)
+    return registry
+
+
+def the_plan(key: str, path: str = "sales.csv") -> dict[str, Any]:
+    """Two parallel branches: a counted tool feeding a file write, a CSV load; a model step."""
+    return plan_of(
+        step(1, "counted", {"key": key, "value": 7}),
+        step(2, "write_file", {"path": "out/note.txt", "content": "value $1.value"}, [1]),
+        step(3, "load_csv", {"path": path}),
+        {**step(4, None, {"note": "$1.value"}, [1]), "tools": ["counted"]},
+    )
+
+
+def executor_model(key: str) -> ScriptedChatModel:
+    """An executor model that calls the counted tool once, then answers."""
+    return ScriptedChatModel(
+        replies=[
+            ScriptedReply(tool_calls=[{"name": "counted", "args": {"key": key, "value": 1}}]),
+            text_reply("the executor is done"),
+        ]
+    )
+
+
+def silent() -> ScriptedChatModel:
+    """A model with nothing to say: any call to it fails."""
+    return ScriptedChatModel(replies=[])
+
+
+def run(graph: Any, context: Any, mode: str) -> dict[str, Any]:
+    config = thread()
+    if mode == "sync":
+        graph.invoke({"task": "t"}, config, context=context)
+        return graph.invoke(Command(resume={"action": "approve"}), config, context=context)
+
+    async def go() -> dict[str, Any]:
+        await graph.ainvoke({"task": "t"}, config, context=context)
+        return await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
+
+    return asyncio.run(go())
+
+
+def outputs(values: dict[str, Any]) -> dict[str, Any]:
+    return {k: (v["status"], v.get("output"), v.get("error")) for k, v in values["steps"].items()}
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_replay_calls_no_tool_and_gives_the_recorded_outputs(
+    mode, tmp_path, workspace, use_models, ctx
+):
+    key = f"replay-{mode}"
+    folder = tmp_path / "recorded"
+    use_models(planner=ScriptedChatModel(replies=[plan_reply(the_plan(key))]),
+               executor=executor_model(key))  # fmt: skip
+    recording = Recording(folder, "record")
+    graph = build_graph(InMemorySaver(), tools=tools(), recording=recording)
+    recorded = run(graph, ctx(max_replans=0), mode)
+    assert {s for s, *_ in outputs(recorded).values()} == {"succeeded"}, outputs(recorded)
+    assert calls[key] == 2  # step 1 and the executor model's call
+    assert (workspace / "out" / "note.txt").read_text() == "value 7"
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.json"))
+    assert any(f.startswith("steps/counted/") for f in files), files
+    assert any(f.startswith("steps/write_file/") for f in files), files
+    assert any(f.startswith("models/planner/") for f in files), files
+    assert any(f.startswith("models/executor/") for f in files), files
+
+    # replay: no tool call (the count stays, the file is not written again), no model call
+    (workspace / "out" / "note.txt").unlink()
+    use_models(planner=silent(), executor=silent())
+    graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "replay"))
+    replayed = run(graph, ctx(max_replans=0), mode)
+    assert outputs(replayed) == outputs(recorded)
+    assert calls[key] == 2
+    assert not (workspace / "out" / "note.txt").exists()  # a replayed tool writes nothing
+
+
+def test_models_are_called_live_in_a_replay_unless_recorded(tmp_path, workspace, use_models, ctx):
+    key = "models-live"
+    folder = tmp_path / "tools-only"
+    use_models(planner=ScriptedChatModel(replies=[plan_reply(the_plan(key))]),
+               executor=executor_model(key))  # fmt: skip
+    graph = build_graph(
+        InMemorySaver(), tools=tools(), recording=Recording(folder, "record", models=False)
+    )
+    recorded = run(graph, ctx(max_replans=0), "sync")
+    assert not (folder / "models").exists()
+    planner = ScriptedChatModel(replies=[plan_reply(the_plan(key))])
+    use_models(planner=planner, executor=executor_model(key))
+    graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "replay"))
+    replayed = run(graph, ctx(max_replans=0), "async")
+    assert planner.prompts  # the planner was asked: its replies were not recorded
+    assert outputs(replayed) == outputs(recorded)
+    assert calls[key] == 2
+
+
+def test_a_call_without_a_recording_fails_its_step_naming_what_changed(
+    tmp_path, workspace, use_models, ctx
+):
+    key = "changed"
+    folder = tmp_path / "recorded"
+    use_models(planner=ScriptedChatModel(replies=[plan_reply(the_plan(key))]),
+               executor=executor_model(key))  # fmt: skip
+    graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "record"))
+    run(graph, ctx(max_replans=0), "sync")
+    shutil.copy(workspace / "sales.csv", workspace / "other.csv")
+    changed = plan_of(
+        step(1, "load_csv", {"path": "other.csv"}),
+        step(2, "list_files", {}),
+        step(3, "counted", {"key": key, "value": 7}),
+    )
+    use_models(planner=ScriptedChatModel(replies=[plan_reply(changed)]), executor=silent())
+    graph = build_graph(
+        InMemorySaver(), tools=tools(), recording=Recording(folder, "replay", models=False)
+    )
+    values = run(graph, ctx(max_replans=0, step_max_attempts=3), "async")
+    steps = values["steps"]
+    assert steps["1"]["status"] == "failed"
+    assert steps["1"]["error"] == (
+        "no recording of load_csv with these arguments; nearest recording differs in path: "
+        "recorded 'sales.csv', now 'other.csv'"
+    )
+    assert steps["1"]["attempts"] == 1  # not transient: not attempted again
+    assert steps["2"]["error"] == "no recording of tool list_files"
+    assert steps["3"]["status"] == "succeeded"  # the same call as recorded
+    assert calls[key] == 2
+
+
+def test_an_mcp_stdio_tool_is_replayed_without_a_call(tmp_path, workspace, use_models, ctx):
+    from planexec.tools.mcp import McpServers, load_mcp_config
+    from tests.mcp_servers.running import stdio_entry
+
+    config = {"mcpServers": {"notes": stdio_entry("notes", tag="recording")}}
+    plan = plan_of(
+        step(1, "notes__pid", {}),
+        step(2, "notes__delete_note", {"title": "groceries"}),
+        step(3, "notes__read_note", {"title": "todo"}),
+    )
+    folder = tmp_path / "mcp"
+    with McpServers(load_mcp_config(config)) as servers:
+        use_models(planner=ScriptedChatModel(replies=[plan_reply(plan)]))
+        graph = build_graph(
+            InMemorySaver(),
+            tools=servers.registry(ToolRegistry()),
+            recording=Recording(folder, "record"),
+        )
+        recorded = run(graph, ctx(max_replans=0, approval="always"), "sync")
+    assert {s for s, *_ in outputs(recorded).values()} == {"succeeded"}, outputs(recorded)
+
+    with McpServers(load_mcp_config(config)) as servers:  # a new server process
+        registry = servers.registry(ToolRegistry())
+        use_models(planner=silent())
+        graph = build_graph(InMemorySaver(), tools=registry, recording=Recording(folder, "replay"))
+        replayed = run(graph, ctx(max_replans=0, approval="always"), "async")
+        assert outputs(replayed) == outputs(recorded)
+        live_pid = registry.get("notes__pid").invoke({})
+        assert replayed["steps"]["1"]["output"] != live_pid  # the recorded process's id
+        # the note the recorded run deleted is still there: delete_note was not called
+        assert registry.get("notes__read_note").invoke({"title": "groceries"})
+        assert servers.server("notes").opened == 1
+
+
+def test_no_secret_is_written_to_a_recording_and_failures_replay(
+    tmp_path, hostile, workspace, use_models
+):
+    folder = tmp_path / "hostile"
+    graph = build_graph(
+        InMemorySaver(), tools=leaky.registry(), recording=Recording(folder, "record")
+    )
+    recorded = run(graph, hostile, "sync")
+    assert recorded["steps"]["1"]["status"] == "succeeded"
+    assert list(folder.rglob("*.json"))
+    assert leaky.leaking_files([folder]) == []
+    assert not [p for p in folder.rglob("*") if p.name.startswith(".")]  # no temporary left
+
+    # the run wrote files into the workspace: the planner's prompt lists them, so it is asked
+    use_models(planner=leaky.planner(), executor=leaky.executor(), evaluator=leaky.judge())
+    replayed = run(
+        build_graph(InMemorySaver(), tools=leaky.registry(), recording=Recording(folder, "replay")),
+        hostile,
+        "async",
+    )
+    assert outputs(replayed) == outputs(recorded)  # failures, recorded, fail the same way
+    assert leaky.leaking_files([folder]) == []
+
+
+def test_a_provider_models_replies_replay_without_its_server(monkeypatch, tmp_path, workspace):
+    """langchain-openai against a local server: a streamed plan, bound tools, structured
+    verdicts; replayed with the server gone, every reply comes from the recording."""
+    from planexec import Context
+    from tests.integration.test_openai_compatible import answer
+    from tests.openai_server import serve
+
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    ctx = Context(
+        planner_model="openai:local-planner",
+        executor_model="openai:local-executor",
+        evaluator_model="openai:local-judge",
+        llm_judge=True,
+        max_replans=0,
+        shared_folder="ws",
+    )
+    folder = tmp_path / "openai"
+    registry = ToolRegistry([echo])
+    with serve(answer) as (url, requests):
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        graph = build_graph(InMemorySaver(), tools=registry, recording=Recording(folder, "record"))
+        recorded = run(graph, ctx, "sync")
+        asked = len(requests)
+    assert asked >= 4 and recorded["final"]["status"] == "partial"  # the judge fails step 3
+    assert leaky_free(folder, "local-key-not-secret")
+    replaying = Recording(folder, "replay")
+    graph = build_graph(InMemorySaver(), tools=registry, recording=replaying)
+    replayed = run(graph, ctx, "async")  # the server is gone: any model call would fail
+    assert outputs(replayed) == outputs(recorded)
+    assert replayed["final"] == recorded["final"]
+    assert replaying.stats["model_replies_replayed"] == asked
+    assert replaying.stats["model_calls_live"] == 0
+
+
+def leaky_free(folder, secret: str) -> bool:
+    return all(secret.encode() not in p.read_bytes() for p in folder.rglob("*.json"))
+
+
+def test_recording_is_an_operator_choice_not_a_context_field():
+    from planexec.context import Context
+
+    assert "recording" not in {f for f in Context.__dataclass_fields__}
+    with pytest.raises(TypeError):
+        build_graph(InMemorySaver(), recording="some/folder")  # type: ignore[arg-type]
+
+
+# --- the command line ---------------------------------------------------------------------
+
+runner = CliRunner()
+
+TOOLS_MODULE = '''
+from langchain_core.tools import tool
+from tests.helpers import count
+
+@tool
+def counted(key: str, value: int) -> dict:
+    """Count a call under key."""
+    return {"value": value, "calls": count(key)}
+
+counted.metadata = {"side_effects": False}
+TOOLS = [counted]
+'''
+
+
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLANEXEC_DB", str(tmp_path / "runs.sqlite"))
+    (tmp_path / "my_tools.py").write_text(TOOLS_MODULE)
+    return tmp_path
+
+
+def cli(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def thread_of(output: str) -> str:
+    return re.search(r"thread ([0-9a-f-]{36})", output).group(1)
+
+
+def shown_steps(tid: str) -> dict[str, Any]:
+    shown = json.loads(cli("show", tid, "--json").output)
+    return {k: (v["status"], v.get("output"), v.get("error")) for k, v in shown["steps"].items()}
+
+
+def test_run_record_then_replay_from_the_command_line(cli_env):
+    key = "cli-replay"
+    plan = json.loads((DEMO / "sales_plan.json").read_text())
+    plan["steps"].append({"counted": {"key": key, "value": 3}})
+    (cli_env / "plan.json").write_text(json.dumps(plan))
+    common = ["--plan", "plan.json", "--yes", "--data", str(DEMO / "sales.csv")]
+    common += ["--tools", "my_tools.py:TOOLS"]
+    first = cli("run", *common, "--workspace", "one", "--record", "rec")
+    assert first.exit_code == 0, first.output
+    assert calls[key] == 1
+    assert (cli_env / "one" / "output" / "report.md").exists()
+    assert list((cli_env / "rec" / "steps").glob("*/*.json"))
+
+    second = cli("run", *common, "--workspace", "two", "--replay", "rec")
+    assert second.exit_code == 0, second.output
+    assert calls[key] == 1  # no call
+    assert "replayed from" in second.output and "7 tool calls (0 not recorded)" in second.output
+    assert not (cli_env / "two" / "output" / "report.md").exists()  # not written again
+    assert shown_steps(thread_of(second.output)) == shown_steps(thread_of(first.output))
+
+    changed = json.loads(json.dumps(plan))
+    changed["steps"][-1] = {"counted": {"key": key, "value": 4}}
+    (cli_env / "changed.json").write_text(json.dumps(changed))
+    changed_run = ["--plan", "changed.json", "--yes", "--data", str(DEMO / "sales.csv")]
+    changed_run += ["--tools", "my_tools.py:TOOLS", "--workspace", "three", "--replay", "rec"]
+    third = cli("run", *changed_run)
+    assert third.exit_code != 0
+    assert "nearest recording differs in value: recorded 3, now 4" in third.output
+    assert calls[key] == 1
+
+
+def test_record_and_replay_are_refused_together_and_explained(cli_env):
+    both = cli("run", "t", "--record", "a", "--replay", "b")
+    assert both.exit_code != 0
+    assert "--record" in both.output and "--replay" in both.output
+    missing = cli("run", "--plan", "x.json", "--replay", "no-such-folder")
+    assert missing.exit_code != 0
+    assert "no-such-folder" in missing.output
+    helped = cli("run", "--help").output
+    assert "--record" in helped and "--replay" in helped
+    resumed = cli("resume", "--help").output
+    assert "--record" in resumed and "--replay" in resumed and "given again" in resumed

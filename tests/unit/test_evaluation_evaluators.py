@@ -1,0 +1,196 @@
+"""The evaluators score a run's outputs against an example's expectations; thresholds gate CI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from planexec.evaluation import (
+    DEFAULT_EVALUATORS,
+    ThresholdError,
+    answer_facts,
+    final_status,
+    model_calls,
+    normalised,
+    parse_threshold,
+    plan_valid_first_time,
+    trajectory,
+    verdicts,
+    wall_time,
+)
+
+
+def ran(*calls: tuple[str, dict[str, Any]], planned: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "trajectory": [
+            {"step": i, "tool": tool, "args": args, "status": "succeeded"}
+            for i, (tool, args) in enumerate(calls, start=1)
+        ],
+        "planned_tools": planned if planned is not None else [tool for tool, _ in calls],
+        "status": "succeeded",
+        "answer": "",
+        "model_calls": 3,
+        "wall_seconds": 2.5,
+        "plan_valid_first_time": True,
+    }
+
+
+RAN = ran(("load_csv", {"path": "sales.csv"}), ("calculate_stats", {"value_column": "revenue"}),
+          ("generate_chart", {"kind": "line"}))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("expected", "score"),
+    [
+        ({"tools": ["load_csv", "calculate_stats", "generate_chart"]}, 1),
+        ({"tools": ["calculate_stats", "load_csv", "generate_chart"]}, 0),
+        (
+            {
+                "trajectory": {
+                    "steps": ["generate_chart", "load_csv", "calculate_stats"],
+                    "match": "unordered",
+                }
+            },
+            1,
+        ),
+        ({"trajectory": {"steps": ["generate_chart", "load_csv", "calculate_stats"]}}, 0),
+        ({"trajectory": {"steps": ["load_csv"], "match": "superset"}}, 1),
+        ({"trajectory": {"steps": ["load_csv"], "match": "subset"}}, 0),
+        (
+            {
+                "trajectory": {
+                    "steps": ["load_csv", "calculate_stats", "generate_chart", "write_report"],
+                    "match": "subset",
+                }
+            },
+            1,
+        ),
+        (
+            {
+                "trajectory": {
+                    "steps": [{"tool": "generate_chart", "args": {"kind": "line"}}],
+                    "match": "superset",
+                }
+            },
+            1,
+        ),
+        (
+            {
+                "trajectory": {
+                    "steps": [{"tool": "generate_chart", "args": {"kind": "bar"}}],
+                    "match": "superset",
+                }
+            },
+            0,
+        ),
+        ({}, None),
+    ],
+)
+def test_trajectory_modes_and_arguments(expected: dict[str, Any], score: int | None) -> None:
+    result = trajectory(RAN, expected)
+    assert result["key"] == "trajectory"
+    assert result["score"] == score, result["comment"]
+
+
+def test_tools_are_the_planned_names_not_the_order_they_ran_in() -> None:
+    parallel = ran(("load_csv", {}), ("b", {}), ("a", {}), planned=["load_csv", "a", "b"])
+    assert trajectory(parallel, {"tools": ["load_csv", "a", "b"]})["score"] == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "fact", "found"),
+    [
+        ("Total revenue: 897325.0 USD", "897,325", True),
+        ("Total revenue: 897,325.00", "897325", True),
+        ("TOTAL\n  revenue", "total revenue", True),
+        ("values 1,2,3", "123", False),
+        ("rose 25.5%", "25.50%", True),
+        ("rose 25.5%", "25%", False),
+        ("897325", "89732", False),  # whole numbers and words only
+        ("an update", "up", False),
+    ],
+)
+def test_facts_match_whatever_the_case_spacing_and_number_format(
+    answer: str, fact: str, found: bool
+) -> None:
+    assert normalised(answer) == " ".join(normalised(answer).split())
+    result = answer_facts({"answer": answer}, {"facts": [fact]})
+    assert result["score"] == int(found)
+
+
+def test_missing_facts_are_named() -> None:
+    result = answer_facts({"answer": "up"}, {"facts": ["up", "down", "flat"]})
+    assert result["score"] == 0
+    assert result["comment"] == "2 of 3 missing: 'down'; 'flat'"
+
+
+def test_status_defaults_to_succeeded_and_says_why_not() -> None:
+    assert final_status({"status": "succeeded"}, {})["score"] == 1
+    failed = {"status": "partial", "failed_steps": [{"step": 2, "tool": "x", "status": "failed",
+                                                     "error": "boom"}]}  # fmt: skip
+    result = final_status(failed, {})
+    assert result["score"] == 0
+    assert result["comment"] == "partial, expected succeeded (step 2 [x] failed: boom)"
+    assert final_status(failed, {"status": "partial"})["score"] == 1
+
+
+def test_limits_are_checked_only_when_given() -> None:
+    assert model_calls(RAN, {})["score"] is None
+    assert model_calls(RAN, {"max_model_calls": 3})["score"] == 1
+    assert model_calls(RAN, {"max_model_calls": 2})["comment"] == "3 of at most 2"
+    assert wall_time(RAN, {"max_seconds": 1})["score"] == 0
+    assert plan_valid_first_time({"plan_valid_first_time": None}, {})["score"] is None
+
+
+def test_every_evaluator_gives_its_key() -> None:
+    keys = [e(RAN, {})["key"] for e in DEFAULT_EVALUATORS]
+    assert keys == [e.__name__ for e in DEFAULT_EVALUATORS]
+
+
+@pytest.mark.parametrize(
+    "text", ["pass_rate", "pass_rate=", "pass_rate=high", "speed=1", "pass_rate=nan", "=1"]
+)
+def test_a_wrong_threshold_says_what_is_accepted(text: str) -> None:
+    with pytest.raises(ThresholdError, match=f"--min {text}: write NAME=NUMBER"):
+        parse_threshold("min", text, ["trajectory"])
+
+
+def test_thresholds_are_checked_against_the_totals() -> None:
+    figures: Any = {"pass_rate": 0.5, "means": {"trajectory": 1.0}, "tokens": 100}
+    checked = verdicts(
+        figures,
+        [
+            parse_threshold("min", "pass_rate=0.9", []),
+            parse_threshold("min", "trajectory=1", ["trajectory"]),
+            parse_threshold("min", "answer_facts=1", ["answer_facts"]),
+            parse_threshold("max", "tokens=50", []),
+        ],
+    )
+    assert [v["met"] for v in checked] == [False, True, False, False]
+    assert checked[2]["value"] is None  # no example asked for facts: not met
+
+
+def test_the_llm_judge_reads_the_answer_against_the_facts(tmp_path) -> None:
+    import json
+
+    from planexec.evaluation import llm_judge
+
+    script = tmp_path / "judge.json"
+    verdict = {"reasoning": "The answer gives the total.", "score": True}
+    script.write_text(
+        json.dumps({"replies": [{"tool_calls": [{"name": "score", "args": verdict}]}]})
+    )
+    judge = llm_judge(f"scripted:{script}")
+    result = judge({"task": "Total sales"}, {"answer": "897325"}, {"facts": ["897,325"]})
+    assert result == {"key": "judge", "score": 1, "comment": "The answer gives the total."}
+
+
+def test_examples_are_planned_afresh_unless_memory_is_asked(tmp_path) -> None:
+    from planexec.evaluation import EvalTarget
+
+    inputs = {"task": "t", "context": {"max_steps": 4}}
+    target = EvalTarget(options={"max_steps": None, "max_replans": 0}, workspace_root=tmp_path)
+    context = target.context_of(inputs)
+    assert context.plan_memory is False and context.max_steps == 4 and context.max_replans == 0
+    assert EvalTarget(memory=True, workspace_root=tmp_path).context_of(inputs).plan_memory
