@@ -76,7 +76,8 @@ def one_node(
     then calls the sync step task and a sync saver's sync API). ``bound`` is given to every call.
 
     ``recording`` is in use (:func:`planexec.recording.using`) while the node runs: its step
-    tasks and model calls, wherever they run, record to it or replay from it.
+    tasks and model calls, wherever they run, record to it or replay from it. None is set
+    too: a graph without a recording never uses the recording of a graph that runs it.
     """
     takes = inspect.signature(node).parameters
     on_sync = {**bound, "sync_run": True} if "sync_run" in takes else bound

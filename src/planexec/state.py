@@ -172,6 +172,9 @@ class StepRecord(TypedDict, total=False):
     step_digest: str
     refused_calls: list[RefusedCall]
     """Present when the step's model asked for tools its step does not list (first 20)."""
+    replayed: bool
+    """Present (true) when a tool call of the step was served from a recording
+    (:mod:`planexec.recording`): the tool did not run, the files it names were not written."""
 
 
 class Revision(TypedDict):
@@ -387,6 +390,8 @@ class StepOutcome(TypedDict):
     output_file: NotRequired[OutputFile]
     """Only for a spilled output (see :mod:`planexec.storage.outputs`); ``output`` is then None."""
     refused_calls: NotRequired[list[RefusedCall]]
+    replayed: NotRequired[bool]
+    """True when a tool call of the step was served from a recording (see StepRecord)."""
     ran: NotRequired[str]
     """Digest of the step that ran (:func:`planexec.execution.outcomes.ran_digest`): a replayed
     result counts only for it."""

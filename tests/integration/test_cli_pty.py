@@ -380,6 +380,23 @@ def test_n_rejects_asks_what_to_change_and_the_new_plan_is_shown_with_its_change
     assert (tmp_path / "ws" / "short.txt").exists() and not (tmp_path / "ws" / "long.txt").exists()
 
 
+def test_a_revision_the_same_as_the_rejected_plan_is_still_shown_as_the_new_version(tmp_path):
+    same = plan_of(step(1, "write_file", {"path": "a.txt", "content": "a"}))
+    planner = script(tmp_path / "planner.json", same, same)
+    child = spawn(tmp_path, "run", "write a", "--planner-model", planner, "--workspace", "ws")
+    child.expect("Run this plan")
+    child.sendline("n")
+    child.expect("what should change")
+    child.sendline("shorter please")
+    child.expect("Run this plan")
+    child.sendline("y")
+    text, code = finish(child)
+    assert code == 0, text
+    again = text[text.index("shorter please") :]
+    assert "Plan v2" in again and "unchanged from v1" in again, again
+    assert again.index("unchanged from v1") < again.index("Run this plan")
+
+
 def test_the_judge_has_a_live_status_with_its_elapsed_time(tmp_path):
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(json.dumps(plan_of(step(1, "list_files", {}))))

@@ -41,10 +41,11 @@ def evaluate(*args: str, planner: Path = PLANNER, dataset: Path = DATASET) -> tu
 
 
 def report(*args: str) -> dict[str, Any]:
-    code, output = evaluate("--json", *args)
-    assert code == 0, output
-    start = output.index("{\n")  # the lines for people went to stderr, mixed in by CliRunner
-    data: dict[str, Any] = json.loads(output[start:])
+    done = CliRunner().invoke(
+        app, ["eval", str(DATASET), "--planner-model", f"scripted:{PLANNER}", "--json", *args]
+    )
+    assert done.exit_code == 0, done.output
+    data: dict[str, Any] = json.loads(done.stdout)  # the lines for people went to stderr
     return data
 
 
@@ -109,7 +110,7 @@ def test_a_changed_argument_is_reported_at_its_step(tmp_path: Path, monkeypatch)
     dataset.write_text(DATASET.read_text().replace(asked, asked + ", as a line chart"))
     code, output = evaluate("--replay", str(RECORDINGS), planner=changed, dataset=dataset)
     assert code == 1, output
-    assert "pass rate 67% (2 of 3)" in output
+    assert "pass rate 66.6% (2 of 3)" in output  # floored, never rounded up
     line = next(x for x in output.splitlines() if x.startswith("monthly-chart final_status"))
     assert "step 3 [generate_chart]" in line
     assert "title" in line and "Revenue by month" in line and "Monthly revenue 2025" in line
@@ -215,7 +216,7 @@ def test_tools_come_as_run_takes_them_and_keep_the_planners_names(tmp_path: Path
     args = ["--mcp", str(mcp), "--record", str(tmp_path / "rec")]
     code, output = evaluate(*args, planner=planner, dataset=dataset)
     assert code == 0, output
-    assert (tmp_path / "rec" / "steps").is_dir()
+    assert (tmp_path / "rec" / "1" / "steps").is_dir()  # the example's own: its id, "1"
     code, output = evaluate(
         "--mcp", str(mcp), "--replay", str(tmp_path / "rec"), planner=planner, dataset=dataset
     )
@@ -236,3 +237,186 @@ def test_python_tools_from_the_command_line(tmp_path: Path) -> None:
     ])  # fmt: skip
     assert done.exit_code == 0, done.output
     assert "pass rate 100% (1 of 1)" in done.output
+
+
+def plan_reply(task: str, *steps: dict[str, Any]) -> dict[str, Any]:
+    plan = {"goal": task, "steps": list(steps)}
+    return {"match": f"Task: {task}", "tool_calls": [{"name": "Plan", "args": plan}]}
+
+
+def scripted(folder: Path, *replies: dict[str, Any]) -> Path:
+    path = folder / "planner.json"
+    path.write_text(json.dumps({"replies": list(replies)}))
+    return path
+
+
+def test_each_example_replays_its_own_recording(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    rows = []
+    for name, count in (("A", 2), ("B", 3)):
+        (tmp_path / name).mkdir()
+        lines = "".join(f"2025-01-0{i + 1},{10 * (i + 1)}\n" for i in range(count))
+        (tmp_path / name / "sales.csv").write_text("date,revenue\n" + lines)
+        rows.append({"id": name, "inputs": {"task": f"Load file {name}",
+                                            "data": [f"{name}/sales.csv"]},
+                     "outputs": {"facts": [f'"rows": {count}']}})  # fmt: skip
+    dataset = tmp_path / "ds.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    load = {"load_csv": "sales.csv"}
+    planner = scripted(tmp_path, plan_reply("Load file A", load), plan_reply("Load file B", load))
+    recorded = tmp_path / "rec"
+    live = report_of(dataset, planner, "--record", str(recorded))
+    assert sorted(p.name for p in recorded.iterdir()) == ["A", "B"]
+    replayed = report_of(dataset, planner, "--replay", str(recorded))
+    for done in (live, replayed):
+        assert [e["passed"] for e in done["examples"]] == [True, True], done["examples"]
+    assert replayed["recording"]["tool_calls_replayed"] == 2
+
+
+def report_of(dataset: Path, planner: Path, *args: str) -> dict[str, Any]:
+    code, output = evaluate("--json", "--max-concurrency", "1", *args, planner=planner,
+                            dataset=dataset)  # fmt: skip
+    assert code in (0, 1), output
+    data: dict[str, Any] = json.JSONDecoder().raw_decode(output[output.index("{\n") :])[0]
+    return data
+
+
+def always_fails(x: int) -> dict[str, int]:
+    """Fail every time."""
+    raise RuntimeError("this tool always fails")
+
+
+def test_a_failed_steps_question_is_answered_by_policy(tmp_path: Path, monkeypatch) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from planexec.evaluation import EvalTarget
+
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    step = {"tool": "always_fails", "args": {"x": 1}, "on_failure": "ask", "description": "fail"}
+    again = {"always_fails": {"x": 2}}
+    replanned = {"match": "remaining work", "tool_calls": [{"name": "Plan", "args": {
+        "goal": "ask me", "steps": [again]}}]}  # fmt: skip
+    planner = scripted(tmp_path, plan_reply("ask me", step), replanned)
+    target = EvalTarget(tools=[always_fails], options={"planner_model": f"scripted:{planner}"},
+                        workspace_root=tmp_path / "ws")  # fmt: skip
+    outputs = target({"task": "ask me", "context": {"max_replans": 0}})
+    assert outputs["status"] == "failed", outputs["error"]
+    saver: InMemorySaver = target._saver
+    state = saver.get_tuple({"configurable": {"thread_id": outputs["thread_id"]}})
+    assert state is not None
+    decisions = state.checkpoint["channel_values"]["decisions"]
+    answered = [d for d in decisions if d["kind"] == "step_failure"]
+    assert [d["action"] for d in answered] == ["replan"]  # what `run --yes` answers
+    assert answered[0]["by"] == {"id": "policy:eval", "source": "policy"}
+
+
+def test_a_workspace_that_is_not_a_folder_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    code, output = evaluate("--replay", str(RECORDINGS), "--workspace", str(tmp_path / "file"))
+    assert code == 2, output
+    assert "--workspace" in output and "not a folder" in output
+
+
+def test_temporary_workspaces_are_removed_and_given_ones_kept(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    code, output = evaluate("--replay", str(RECORDINGS))
+    assert code == 0, output
+    assert [p for p in (tmp_path / "tmp").iterdir() if p.name.startswith("planexec-eval")] == []
+    code, output = evaluate("--replay", str(RECORDINGS), "--workspace", str(tmp_path / "ws"))
+    assert code == 0, output
+    assert len(list((tmp_path / "ws").iterdir())) == 3
+
+
+NOISY = '''
+import os, subprocess, sys
+def noisy(x: int) -> dict:
+    """Print to stdout four ways, then return."""
+    print("noisy: print")
+    sys.__stdout__.write("noisy: sys.__stdout__\\n"); sys.__stdout__.flush()
+    os.write(1, b"noisy: fd 1\\n")
+    subprocess.run(["echo", "noisy: child process"])
+    return {"x": x}
+TOOLS = [noisy]
+'''
+
+
+def test_what_tools_print_never_reaches_the_json_report(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "noisy.py").write_text(NOISY)
+    planner = scripted(tmp_path, plan_reply("be noisy", {"noisy": {"x": 1}}))
+    dataset = tmp_path / "ds.jsonl"
+    dataset.write_text(json.dumps({"id": "n", "inputs": {"task": "be noisy"}}) + "\n")
+    env = {**os.environ, "PLANEXEC_SCRIPTED_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "planexec", "eval", str(dataset), "--json",
+         "--planner-model", f"scripted:{planner}", "--tools", f"{tmp_path / 'noisy.py'}:TOOLS",
+         "--workspace", str(tmp_path / "ws")],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["totals"]["passed"] == 1
+    for way in ("print", "sys.__stdout__", "fd 1", "child process"):
+        assert f"noisy: {way}" in done.stderr
+
+
+def test_every_example_has_a_row_even_without_a_result(tmp_path: Path, monkeypatch) -> None:
+    import asyncio
+
+    from planexec.evaluation import EvalTarget, evaluate_examples, load_dataset, runner
+
+    examples = load_dataset(DATASET)
+    real = runner.aevaluate
+
+    async def drops_one(*args: Any, **kwargs: Any) -> Any:
+        kwargs["data"] = kwargs["data"][1:]
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "aevaluate", drops_one)
+    target = EvalTarget(options={"planner_model": f"scripted:{PLANNER}"}, workspace_root=tmp_path)
+    results = asyncio.run(evaluate_examples(examples, target, max_concurrency=1))
+    assert [r.example.id for r in results] == IDS
+    assert results[0].outputs["status"] == "error" and not results[0].passed
+    assert "no result" in str(results[0].outputs["error"])
+    with pytest.raises(ValueError, match="max_concurrency: at least 1"):
+        asyncio.run(evaluate_examples(examples, target, max_concurrency=0))
+
+
+def test_a_judge_that_cannot_run_fails_the_example(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text(DATASET.read_text().splitlines()[0] + "\n")
+    code, output = evaluate("--replay", str(RECORDINGS), "--judge", "--evaluator-model",
+                            "openai:gpt-4.1-mini", dataset=dataset)  # fmt: skip
+    assert code == 1, output
+    assert "judge: evaluator error:" in output
+
+
+def test_langsmith_errors_on_upload_are_one_line_and_exit_2(tmp_path: Path, monkeypatch) -> None:
+    from langsmith.utils import LangSmithAuthError
+
+    from planexec.evaluation import runner
+
+    async def refused(*args: Any, **kwargs: Any) -> Any:
+        raise LangSmithAuthError("Authentication failed for /sessions. HTTPError('401')\nmore")
+
+    monkeypatch.setattr(runner, "aevaluate", refused)
+    monkeypatch.setattr(runner, "Client", lambda: None)
+    monkeypatch.setenv("LANGSMITH_API_KEY", "fake")
+    monkeypatch.setattr(
+        "planexec.cli.evaluate._examples",
+        lambda request: __import__("planexec.evaluation", fromlist=["load_dataset"]).load_dataset(
+            DATASET
+        ),
+    )
+    args = ["eval", "team-set", "--upload", "--planner-model", f"scripted:{PLANNER}"]
+    done = CliRunner().invoke(app, [*args, "--workspace", str(tmp_path)])
+    assert done.exit_code == 2, done.output
+    assert "LangSmith" in done.output and "401" in done.output
+    assert "Traceback" not in done.output and "more" not in done.output

@@ -16,10 +16,12 @@ import shutil
 from typing import Any
 
 import pytest
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from typer.testing import CliRunner
+from typing_extensions import TypedDict
 
 from planexec import Recording, build_graph
 from planexec.cli import app
@@ -107,10 +109,13 @@ def test_a_replay_calls_no_tool_and_gives_the_recorded_outputs(
     assert any(f.startswith("models/executor/") for f in files), files
 
     # replay: no tool call (the count stays, the file is not written again), no model call
+    # (the same scripts, so the same models: a changed script would miss the recording)
     (workspace / "out" / "note.txt").unlink()
-    use_models(planner=silent(), executor=silent())
+    planner, executor = ScriptedChatModel(replies=[plan_reply(the_plan(key))]), executor_model(key)
+    use_models(planner=planner, executor=executor)
     graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "replay"))
     replayed = run(graph, ctx(max_replans=0), mode)
+    assert not planner.prompts and not executor.prompts  # neither was asked
     assert outputs(replayed) == outputs(recorded)
     assert calls[key] == 2
     assert not (workspace / "out" / "note.txt").exists()  # a replayed tool writes nothing
@@ -164,6 +169,7 @@ def test_a_call_without_a_recording_fails_its_step_naming_what_changed(
     assert steps["1"]["attempts"] == 1  # not transient: not attempted again
     assert steps["2"]["error"] == "no recording of tool list_files"
     assert steps["3"]["status"] == "succeeded"  # the same call as recorded
+    assert steps["3"]["replayed"] is True and "replayed" not in steps["1"]  # 1: nothing served
     assert calls[key] == 2
 
 
@@ -190,10 +196,12 @@ def test_an_mcp_stdio_tool_is_replayed_without_a_call(tmp_path, workspace, use_m
 
     with McpServers(load_mcp_config(config)) as servers:  # a new server process
         registry = servers.registry(ToolRegistry())
-        use_models(planner=silent())
+        planner = ScriptedChatModel(replies=[plan_reply(plan)])  # the same script: replayed
+        use_models(planner=planner)
         graph = build_graph(InMemorySaver(), tools=registry, recording=Recording(folder, "replay"))
         replayed = run(graph, ctx(max_replans=0, approval="always"), "async")
         assert outputs(replayed) == outputs(recorded)
+        assert not planner.prompts
         live_pid = registry.get("notes__pid").invoke({})
         assert replayed["steps"]["1"]["output"] != live_pid  # the recorded process's id
         # the note the recorded run deleted is still there: delete_note was not called
@@ -352,3 +360,203 @@ def test_record_and_replay_are_refused_together_and_explained(cli_env):
     assert "--record" in helped and "--replay" in helped
     resumed = cli("resume", "--help").output
     assert "--record" in resumed and "--replay" in resumed and "given again" in resumed
+
+
+# --- a replayed output is checked and marked like a live one (issue 36, R2) ----------------
+
+
+class Total(TypedDict):
+    total: int
+
+
+def add(a: int, b: int) -> Total:
+    """Add two numbers."""
+    return {"total": a + b}
+
+
+def scripted_planner(*steps: dict[str, Any]) -> ScriptedChatModel:
+    """A planner whose script plans ``steps`` (shorthand steps: ``{tool: args}``)."""
+    reply = ScriptedReply(
+        tool_calls=[{"name": "Plan", "args": {"goal": "g", "steps": list(steps)}}]
+    )
+    return ScriptedChatModel(replies=[reply] * 3)
+
+
+def go(
+    tmp_path: Any,
+    tools_: list[Any],
+    steps: list[dict[str, Any]],
+    recording: Recording | None,
+    *,
+    workspace: str = "ws",
+    config: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], Any]:
+    """Run a plan of ``steps`` to its end (no approval) with ``recording``; return its values."""
+    graph = build_graph(
+        InMemorySaver(),
+        workspace=str(tmp_path / workspace),
+        tools=tools_,
+        models={"planner": scripted_planner(*steps)},
+        approval="never",
+        recording=recording,
+    )
+    return graph.invoke({"task": "t"}, {**thread(), **(config or {})}), graph
+
+
+def edit_output(folder: Any, tool_name: str, output: Any) -> None:
+    """Edit the recorded output of the one call of ``tool_name`` by hand."""
+    (file,) = (folder / "steps" / tool_name).glob("*.json")
+    data = json.loads(file.read_text())
+    file.write_text(json.dumps({**data, "output": output}))
+
+
+def test_a_replayed_output_must_fit_the_tools_output_schema(tmp_path):
+    folder = tmp_path / "rec"
+    values, _ = go(tmp_path, [add], [{"add": {"a": 1, "b": 2}}], Recording(folder, "record"))
+    assert values["final"]["status"] == "succeeded"
+    edit_output(folder, "add", {"total": "DROP TABLE"})
+    values, _ = go(tmp_path, [add], [{"add": {"a": 1, "b": 2}}], Recording(folder, "replay"))
+    step1 = values["steps"]["1"]
+    assert step1["status"] == "failed" and "total" in step1["error"], step1
+    assert "DROP TABLE" not in json.dumps(values["final"])
+
+
+def test_a_replayed_output_is_scrubbed_of_this_runs_secrets(tmp_path, monkeypatch):
+    secret = "sk-live-REPLAYED-secret-424242"
+
+    def lookup(name: str) -> str:
+        """Look a name up."""
+        return f"config for {name}: token={secret}"
+
+    folder = tmp_path / "rec"
+    go(tmp_path, [lookup], [{"lookup": {"name": "svc"}}], Recording(folder, "record"))
+    monkeypatch.setenv("SERVICE_API_KEY", secret)  # a secret of this run, not of the recorded
+    values, _ = go(tmp_path, [lookup], [{"lookup": {"name": "svc"}}], Recording(folder, "replay"))
+    assert values["steps"]["1"]["status"] == "succeeded"
+    assert secret not in json.dumps(values, default=str)
+    assert "token=[redacted]" in values["final"]["answer"]
+
+
+def double(x: int) -> int:
+    """Double x."""
+    return 2 * x
+
+
+def test_a_changed_script_misses_the_recorded_model_replies(tmp_path):
+    folder = tmp_path / "rec"
+    go(tmp_path, [double], [{"double": {"x": 3}}], Recording(folder, "record"))
+    values, graph = go(
+        tmp_path, [double], [{"double": {"x": 5}}], Recording(folder, "replay", models=True)
+    )
+    assert [s["args"] for s in values["plan"]["steps"]] == [{"x": 5}]  # the new script's plan
+
+
+def test_a_models_settings_and_endpoint_are_part_of_its_identity(monkeypatch):
+    from langchain_openai import ChatOpenAI
+
+    from planexec.llm.calls import model_identity
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-identity-test-0000000000")
+
+    def identity(**settings: Any) -> dict[str, Any]:
+        return model_identity(ChatOpenAI(model="gpt-4.1", temperature=0, **settings), None)
+
+    base = identity()
+    for settings in (
+        {"base_url": "http://127.0.0.1:9/v1"},
+        {"top_p": 0.1},
+        {"reasoning_effort": "high"},
+        {"seed": 7},
+        {"extra_body": {"top_k": 1}},
+    ):
+        assert identity(**settings) != base, settings
+    assert "sk-identity-test" not in json.dumps(base)
+    one, two = (
+        model_identity(ScriptedChatModel(replies=[text_reply(t)]), None) for t in ("a", "b")
+    )
+    assert one != two
+
+
+def write_note(path: str, content: str) -> dict[str, Any]:
+    """Write a note (a side effect) and return where."""
+    from planexec.tools import current_workspace
+
+    current_workspace().resolve(path).parent.mkdir(parents=True, exist_ok=True)
+    current_workspace().resolve(path).write_text(content)
+    return {"path": path, "bytes": len(content)}
+
+
+def note_tool() -> Any:
+    from langchain_core.tools import StructuredTool
+
+    made = StructuredTool.from_function(write_note)
+    made.metadata = {"side_effects": True, "file_fields": ["path"]}
+    return made
+
+
+def test_a_replayed_step_is_marked_and_its_files_are_not_claimed(tmp_path):
+    folder = tmp_path / "rec"
+    plan = [{"write_note": {"path": "out/r.md", "content": "numbers"}}]
+    recorded, _ = go(tmp_path, [note_tool()], plan, Recording(folder, "record"), workspace="one")
+    assert recorded["final"]["artifacts"] == ["out/r.md"]
+    assert "replayed" not in recorded["steps"]["1"]
+
+    seen: list[dict[str, Any]] = []
+
+    class Watcher(BaseCallbackHandler):
+        def on_tool_start(self, serialized, input_str, *, metadata=None, **kwargs):
+            seen.append(dict(metadata or {}))
+
+    replayed, _ = go(
+        tmp_path,
+        [note_tool()],
+        plan,
+        Recording(folder, "replay"),
+        workspace="two",
+        config={"callbacks": [Watcher()]},
+    )
+    assert not (tmp_path / "two" / "out" / "r.md").exists()
+    assert replayed["steps"]["1"]["replayed"] is True
+    final = replayed["final"]
+    assert final["artifacts"] == []  # files this run did not write are not its artifacts
+    assert "out/r.md (replayed: not written)" in final["answer"]
+    assert any(m.get("planexec_replayed") is True for m in seen), seen
+
+
+def test_a_replayed_file_path_must_lie_in_the_workspace(tmp_path):
+    folder = tmp_path / "rec"
+    plan = [{"write_note": {"path": "out/r.md", "content": "numbers"}}]
+    go(tmp_path, [note_tool()], plan, Recording(folder, "record"), workspace="one")
+    edit_output(folder, "write_note", {"path": "../../../../../etc/passwd", "bytes": 1})
+    values, _ = go(tmp_path, [note_tool()], plan, Recording(folder, "replay"), workspace="two")
+    assert values["final"]["status"] != "succeeded"
+    assert "etc/passwd" not in json.dumps(values["final"]["artifacts"])
+
+
+def private_lookup(q: str) -> str:
+    """The inner graph's own tool."""
+    return f"inner result for {q}"
+
+
+def test_a_graph_without_a_recording_never_uses_its_callers(tmp_path):
+    def delegate(q: str) -> str:
+        """Run an inner graph, built without a recording."""
+        values, _ = go(tmp_path, [private_lookup], [{"private_lookup": {"q": q}}], None)
+        return str(values["final"]["answer"])
+
+    folder = tmp_path / "rec"
+    values, _ = go(tmp_path, [delegate], [{"delegate": {"q": "abc"}}], Recording(folder, "record"))
+    assert values["final"]["status"] == "succeeded"
+    assert not (folder / "steps" / "private_lookup").exists()
+    assert (folder / "steps" / "delegate").exists()
+
+
+def test_show_says_a_step_was_replayed(cli_env):
+    plan = {"goal": "g", "steps": [{"counted": {"key": "shown-replayed", "value": 3}}]}
+    (cli_env / "plan.json").write_text(json.dumps(plan))
+    common = ["--plan", "plan.json", "--yes", "--tools", "my_tools.py:TOOLS"]
+    assert cli("run", *common, "--workspace", "one", "--record", "rec").exit_code == 0
+    second = cli("run", *common, "--workspace", "two", "--replay", "rec")
+    assert second.exit_code == 0, second.output
+    shown = cli("show", thread_of(second.output))
+    assert "succeeded (replayed)" in shown.output, shown.output

@@ -164,9 +164,86 @@ def test_a_langsmith_dataset_is_checked_like_a_file(tmp_path: Path, monkeypatch)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sales.csv").write_text("a\n1\n")
     good = made({"task": "t", "data": ["sales.csv"]}, {"tools": ["load_csv"]})
-    (found,) = langsmith_dataset("sales", Client(good))
+    (found,) = langsmith_dataset("sales", Client(good), data_dir=tmp_path)
     assert found.id == str(good.id) and found.data == [tmp_path / "sales.csv"]
     assert found.metadata["langsmith_dataset_id"] == str(dataset_id)
     bad = made({"task": "t", "data": ["/etc/passwd"]}, {})
     with pytest.raises(DatasetError, match="LangSmith dataset 'sales', example 2: inputs.data"):
-        langsmith_dataset("sales", Client(good, bad))
+        langsmith_dataset("sales", Client(good, bad), data_dir=tmp_path)
+
+
+def test_a_json_line_may_hold_unicode_line_separators_and_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "set.jsonl"
+    lines = [json.dumps({"inputs": {"task": f"a{sep}b"}}, ensure_ascii=False)
+             for sep in ("\u2028", "\u0085", "\x0c")]  # fmt: skip
+    path.write_bytes(("\ufeff" + "\r\n".join(lines) + "\r\n").encode("utf-8"))
+    examples = load_dataset(path)
+    assert [e.inputs.task for e in examples] == ["a\u2028b", "a\u0085b", "a\x0cb"]
+    assert [e.id for e in examples] == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("where", ["metadata", "args", "context"])
+def test_a_value_nested_too_deeply_is_refused_at_load(tmp_path: Path, where: str) -> None:
+    nest: object = []
+    for _ in range(300):
+        nest = [nest]
+    line = {
+        "metadata": {"inputs": {"task": "t"}, "metadata": {"m": nest}},
+        "args": {"inputs": {"task": "t"},
+                 "outputs": {"trajectory": {"steps": [{"tool": "x", "args": {"a": nest}}]}}},
+        "context": {"inputs": {"task": "t", "context": {"max_steps": nest}}},
+    }[where]  # fmt: skip
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    with pytest.raises(DatasetError, match="line 1: .*nested more than") as caught:
+        load_dataset(path)
+    assert "\n" not in str(caught.value)
+
+
+def test_prices_are_the_operators_not_the_datasets(tmp_path: Path) -> None:
+    prices = {"openai:gpt-4.1": {"input": 0, "output": 0}}
+    path = write(tmp_path, {"inputs": {"task": "t", "context": {"model_prices": prices}}})
+    with pytest.raises(DatasetError, match="line 1: inputs.context: model_prices cannot be set"):
+        load_dataset(path)
+
+
+def test_ids_that_are_one_uuid_are_refused_as_duplicates(tmp_path: Path) -> None:
+    from planexec.evaluation import langsmith_example
+
+    same = "12345678-1234-5678-1234-567812345678"
+    (first,) = load_dataset(write(tmp_path, {**example(), "id": same}))
+    assert str(langsmith_example(first).id) == same
+    # another spelling of the same UUID is an id of its own, never that UUID
+    (braced,) = load_dataset(write(tmp_path, {**example(), "id": "{" + same.upper() + "}"}))
+    assert str(langsmith_example(braced).id) != same
+
+
+def test_a_langsmith_datasets_files_come_from_the_folder_given(tmp_path: Path, monkeypatch) -> None:
+    import datetime
+    import uuid
+
+    from langsmith.schemas import Example
+
+    from planexec.evaluation import langsmith_dataset
+
+    class Client:
+        def __init__(self, data: list[str]) -> None:
+            self.data = data
+
+        def list_examples(self, dataset_name: str) -> list[Example]:
+            return [Example(id=uuid.uuid4(), dataset_id=uuid.uuid4(),
+                            inputs={"task": "t", "data": self.data}, outputs={},
+                            created_at=datetime.datetime.now(datetime.UTC))]  # fmt: skip
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".netrc").write_text("machine x password y\n")
+    with pytest.raises(DatasetError, match=r"example 1: inputs.data.0: .*--data-dir"):
+        langsmith_dataset("team", Client([".netrc"]))
+    (found,) = langsmith_dataset("team", Client(["planexec:demo/sales.csv"]))
+    assert found.data[0].name == "sales.csv"
+    (tmp_path / "files").mkdir()
+    (tmp_path / "files" / "sales.csv").write_text("a\n1\n")
+    (found,) = langsmith_dataset("team", Client(["sales.csv"]), data_dir=tmp_path / "files")
+    assert found.data == [tmp_path / "files" / "sales.csv"]
+    with pytest.raises(DatasetError, match="outside"):
+        langsmith_dataset("team", Client(["../.netrc"]), data_dir=tmp_path / "files")

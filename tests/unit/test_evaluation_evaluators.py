@@ -194,3 +194,107 @@ def test_examples_are_planned_afresh_unless_memory_is_asked(tmp_path) -> None:
     context = target.context_of(inputs)
     assert context.plan_memory is False and context.max_steps == 4 and context.max_replans == 0
     assert EvalTarget(memory=True, workspace_root=tmp_path).context_of(inputs).plan_memory
+
+
+@pytest.mark.parametrize(
+    ("fact", "answer", "found"),
+    [
+        ("897,325", "total 897,325.75", False),  # a whole number is not a prefix of a decimal
+        ("897325", "total -897325", False),
+        ("5", "change -5", False),
+        ("3", "version 3.5", False),
+        ("0.5", "rate 0.55", False),
+        ("0", "-0", False),
+        ("-5", "change 5", False),
+        ("-5", "change \u22125", True),  # U+2212, what many formatters print
+        ("-5", "change -5.0", True),
+        ("12%", "grew 12 %", True),
+        ("0.5", "ratio .5", True),
+        ("café", "cafe\u0301 sales", True),  # NFD
+        ("\ufb01sh", "fish", True),  # a ligature (NFKC)
+        ("1,000,000", "1000000.000", True),
+        ("1.50", "price 1.5", True),
+    ],
+)
+def test_facts_match_whole_numbers_only(fact: str, answer: str, found: bool) -> None:
+    result = answer_facts({"answer": answer}, {"facts": [fact]})
+    assert result["score"] == int(found), result["comment"]
+
+
+PREVIEWED = {
+    "answer": "Step 3 (Total revenue by product): 12 rows (the whole output: planexec show "
+    "t-1 --output 3)",
+    "step_outputs": {"3": [{"product": "Widget", "revenue": 1200.5}], "2": {"x": "hidden"}},
+}
+
+
+def test_facts_are_looked_for_in_the_whole_output_of_a_step_the_answer_cuts_short() -> None:
+    found = answer_facts(PREVIEWED, {"facts": ["12 rows", '"revenue": 1200.5']})
+    assert found["score"] == 1, found["comment"]
+    assert "step 3" in found["comment"]
+    missed = answer_facts(PREVIEWED, {"facts": ["hidden"]})  # step 2 is not previewed
+    assert missed["score"] == 0
+    assert "step 3's whole output" in missed["comment"]
+
+
+@pytest.mark.parametrize("mode", ["superset", "unordered"])
+def test_expected_calls_with_arguments_are_matched_before_bare_ones(mode: str) -> None:
+    executed = ran(("x", {"k": 1}), ("x", {"k": 2}))
+    expected = {"trajectory": {"steps": ["x", {"tool": "x", "args": {"k": 1}}], "match": mode}}
+    result = trajectory(executed, expected)
+    assert result["score"] == 1, result["comment"]
+
+
+def test_arguments_compare_with_their_types() -> None:
+    executed = ran(("x", {"k": 1}))
+    expected = {"trajectory": {"steps": [{"tool": "x", "args": {"k": True}}]}}
+    result = trajectory(executed, expected)
+    assert result["score"] == 0
+    assert "k" in result["comment"] and "true" in result["comment"], result["comment"]
+    same = {"trajectory": {"steps": [{"tool": "x", "args": {"k": 1.0}}]}}
+    assert trajectory(executed, same)["score"] == 1  # 1 and 1.0 are the same JSON number
+
+
+@pytest.mark.parametrize(
+    ("bound", "text", "said"),
+    [
+        ("min", "tokens=5", "between 0 and 1"),  # the tokens evaluator's mean
+        ("min", "pass_rate=2", "between 0 and 1"),
+        ("min", "pass_rate=-1", "between 0 and 1"),
+        ("min", "trajectory=1.5", "between 0 and 1"),
+        ("max", "steps=-1", "at least 0"),
+    ],
+)
+def test_a_threshold_that_is_always_or_never_met_is_refused(
+    bound: Any, text: str, said: str
+) -> None:
+    with pytest.raises(ThresholdError, match=said) as caught:
+        parse_threshold(bound, text, ["trajectory", "tokens"])
+    assert ("mean" in str(caught.value)) == (bound == "min")
+    assert ("total" in str(caught.value)) == (bound == "max")
+
+
+def test_an_evaluator_that_raised_scores_0_and_the_example_fails() -> None:
+    from langsmith.evaluation.evaluator import EvaluationResult
+
+    from planexec.evaluation import ExampleResult
+    from planexec.evaluation.runner import as_score
+
+    crashed = EvaluationResult(
+        key="judge", score=None, comment="ValueError('no OPENAI_API_KEY\\nmore')",
+        extra={"error": True},
+    )  # fmt: skip
+    score = as_score(crashed)
+    assert score["score"] == 0
+    assert score["comment"].startswith("evaluator error: ") and "\n" not in score["comment"]
+    result = ExampleResult(example=None, outputs={}, scores={"judge": score})  # type: ignore[arg-type]
+    assert not result.passed
+
+
+def test_percentages_never_round_up_to_100() -> None:
+    from planexec.evaluation.report import percent
+
+    assert percent(399 / 400) == "99.7%"
+    assert percent(0.9999) == "99.9%"
+    assert percent(1.0) == "100%"
+    assert percent(0) == "0%"

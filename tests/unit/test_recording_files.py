@@ -187,3 +187,104 @@ def test_modes_and_folders_are_checked(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigurationError, match="not a folder"):
         Recording(tmp_path / "file", "record")
+
+
+# --- arguments compared as typed JSON; changed arguments never collide (issue 36, R2) ------
+
+
+@pytest.mark.parametrize(
+    ("recorded", "asked"),
+    [(True, 1), (1, 1.0), ([True], [1]), (0, False), (1.0, 1)],
+)
+def test_arguments_are_compared_with_their_json_types(tmp_path, recorded, asked):
+    record(tmp_path, "t", {"v": recorded}, "served")
+    with pytest.raises(NoRecordingError, match="differs in v"):
+        replay(tmp_path, "t", {"v": asked})
+    assert replay(tmp_path, "t", {"v": recorded}) == "served"
+
+
+def test_a_tuple_is_the_same_call_as_a_list(tmp_path):
+    record(tmp_path, "t", {"v": (1, 2)}, "served")
+    assert replay(tmp_path, "t", {"v": [1, 2]}) == "served"
+
+
+SECRET = "sk-unit-ARGSECRET-98765"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "asked"),
+    [
+        (2**70, str(2**70)),
+        ("a\x00", "a\ufffd"),
+        (float("nan"), None),
+        (SECRET, "[redacted]"),
+    ],
+    ids=["huge int", "NUL", "NaN", "secret"],
+)
+def test_an_argument_changed_to_be_kept_never_matches_what_it_was_changed_into(
+    tmp_path, recorded, asked
+):
+    Recording(tmp_path, "record").keep_tool("t", {"v": recorded}, "served", secrets=[SECRET])
+    with pytest.raises(NoRecordingError):
+        Recording(tmp_path, "replay").replay_tool("t", {"v": asked}, secrets=[SECRET])
+    again = Recording(tmp_path, "replay").replay_tool("t", {"v": recorded}, secrets=[SECRET])
+    assert again == "served"  # the same call (the same secret, the same NaN) still replays
+
+
+def test_values_that_look_the_same_are_told_apart_in_the_message(tmp_path):
+    record(tmp_path, "t", {"v": "caf\u00e9"}, 1)
+    with pytest.raises(NoRecordingError) as caught:
+        replay(tmp_path, "t", {"v": "cafe\u0301"})
+    assert "recorded 'caf\\xe9', now 'cafe\\u0301'" in str(caught.value)
+
+
+# --- folders, hand-edited files ----------------------------------------------------------
+
+
+def test_no_folder_is_made_outside_the_recording_before_refusing(tmp_path):
+    folder, outside = tmp_path / "rec", tmp_path / "outside"
+    folder.mkdir()
+    outside.mkdir()
+    (folder / "steps").symlink_to(outside)
+    with pytest.raises(RecordingError, match="outside"):
+        record(folder, "tool_x", {"a": 1}, "out")
+    assert list(outside.iterdir()) == []
+
+
+def test_duplicate_keys_in_a_file_are_refused_naming_it(tmp_path):
+    file = recorded_file(tmp_path)
+    file.write_text('{"tool": "t", "args": {"a": 1}, "output": "shown", "output": "served"}')
+    with pytest.raises(RecordingError, match="duplicate key 'output'") as caught:
+        replay(tmp_path, "t", {"a": 1})
+    assert str(file) in str(caught.value)
+
+
+def test_a_bad_entry_does_not_turn_every_miss_into_an_error(tmp_path):
+    record(tmp_path, "t", {"a": 1}, "out")
+    (tmp_path / "steps" / "t" / "junk.json").mkdir()
+    with pytest.raises(NoRecordingError) as caught:
+        replay(tmp_path, "t", {"a": 2})
+    said = str(caught.value)
+    assert "nearest recording differs in a: recorded 1, now 2" in said
+    assert "junk.json" in said and "skipped" in said
+    assert replay(tmp_path, "t", {"a": 1}) == "out"
+
+
+def test_an_output_too_deep_to_keep_names_its_file(tmp_path):
+    file = recorded_file(tmp_path)
+    deep: object = 1
+    for _ in range(70):
+        deep = [deep]
+    file.write_text(json.dumps({"tool": "t", "args": {"a": 1}, "output": deep}))
+    with pytest.raises(RecordingError, match="cannot be stored") as caught:
+        replay(tmp_path, "t", {"a": 1})
+    assert str(file) in str(caught.value)
+
+
+def test_two_files_of_the_same_call_are_refused_naming_both(tmp_path):
+    file = recorded_file(tmp_path)
+    copy = file.with_name("copy.json")
+    copy.write_text(file.read_text().replace('"out"', '"other"'))
+    with pytest.raises(RecordingError) as caught:
+        replay(tmp_path, "t", {"a": 1})
+    assert str(file) in str(caught.value) and str(copy) in str(caught.value)

@@ -131,3 +131,18 @@ def test_prose_renders_no_raw_html_in_a_client_that_renders_html(text):
 def test_prose_keeps_its_other_markdown():
     text = "**Done**: see [the report](https://example.com/r) and `a\\b`; 5! [sic]"
     assert markdown_prose(text) == text
+
+
+def test_a_local_caller_may_name_the_policy_source_only_for_a_policy_id():
+    from planexec.review.identity import who_answers
+
+    def said(caller):
+        return who_answers({"configurable": {"planexec_caller": caller}}, None)
+
+    assert said({"id": "policy:eval", "source": "policy"}) == {
+        "id": "policy:eval",
+        "source": "policy",
+    }
+    assert said({"id": "alice", "source": "policy"})["source"] == "python"
+    assert said({"id": "policy:x", "source": "server"})["source"] == "python"
+    assert said({"id": "bob", "source": "cli"})["source"] == "cli"

@@ -32,8 +32,18 @@ class PlanBoard:
         self.latest, self.by = plan, by
 
     def show(self, plan: PlanDoc, heading: str) -> bool:
-        """Print ``plan`` under ``heading`` unless it is the plan shown last; say if printed."""
+        """Print ``plan`` under ``heading`` unless it is the plan shown last; say if printed.
+
+        A new version with the same steps (a revision that changed nothing) is named, not
+        printed again: ``Plan v2 is unchanged from v1``.
+        """
         if self.shown is not None and same_plan(plan, self.shown):
+            before, now = self.shown.get("version"), plan.get("version")
+            if now is not None and before != now:
+                self.out.print(styled(("\n" + heading, "bold")))
+                self.out.print(styled((f"Plan v{now} is unchanged from v{before}", "yellow")))
+                self.shown = plan
+                return True
             return False
         self.out.print(styled(("\n" + heading, "bold")))
         print_plan(self.out, plan)

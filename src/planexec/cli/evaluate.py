@@ -5,9 +5,11 @@ Only typer loads at import (``planexec --help`` stays fast); the work imports wh
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -68,8 +70,14 @@ UploadOption = Annotated[
 EvalWorkspace = Annotated[
     Path | None,
     typer.Option("--workspace", metavar="DIR",
-                 help="Folder of the examples' workspaces, one each (default: a new temporary "
-                 "folder)."),
+                 help="Folder of the examples' workspaces, one each, kept (default: temporary "
+                 "folders, removed at the end)."),
+]  # fmt: skip
+DataDirOption = Annotated[
+    Path | None,
+    typer.Option("--data-dir", metavar="DIR",
+                 help="Where a LangSmith dataset's data files are (paths relative to DIR, "
+                 "inside it). Default: only planexec:demo/NAME files."),
 ]  # fmt: skip
 JudgeEvalOption = Annotated[
     bool,
@@ -95,6 +103,7 @@ def eval_command(
     at_most: MaxOption = None,
     upload: UploadOption = False,
     workspace: EvalWorkspace = None,
+    data_dir: DataDirOption = None,
 ) -> None:
     """Run each example of DATASET with its plan approved by policy, and score the runs.
 
@@ -110,7 +119,7 @@ def eval_command(
     options |= {"evaluator_model": evaluator_model}
     request = EvalRequest(
         dataset, record, replay, mcp, tools or [], options, judge, memory, max_concurrency,
-        at_least or [], at_most or [], upload, workspace,
+        at_least or [], at_most or [], upload, workspace, data_dir,
     )  # fmt: skip
     guard(evaluate(request, session.out, as_json))
 
@@ -133,12 +142,13 @@ class EvalRequest:
         at_most: list[str],
         upload: bool,
         workspace: Path | None,
+        data_dir: Path | None = None,
     ) -> None:
         """Keep the arguments as given."""
         self.dataset, self.record, self.replay, self.mcp = dataset, record, replay, mcp
         self.tools, self.options, self.judge, self.memory = tools, options, judge, memory
         self.max_concurrency, self.at_least, self.at_most = max_concurrency, at_least, at_most
-        self.upload, self.workspace = upload, workspace
+        self.upload, self.workspace, self.data_dir = upload, workspace, data_dir
 
 
 async def evaluate(request: EvalRequest, out: Console, as_json: bool) -> int:
@@ -157,6 +167,12 @@ async def evaluate(request: EvalRequest, out: Console, as_json: bool) -> int:
         verdicts,
     )
 
+    if (
+        request.workspace is not None
+        and request.workspace.exists()
+        and not request.workspace.is_dir()
+    ):
+        raise UserError(f"--workspace {request.workspace}: not a folder")
     examples = _examples(request)
     keys = [e.__name__ for e in DEFAULT_EVALUATORS] + ["judge"] * request.judge
     try:
@@ -170,14 +186,14 @@ async def evaluate(request: EvalRequest, out: Console, as_json: bool) -> int:
     evaluators: list[Any] = list(DEFAULT_EVALUATORS)
     if request.judge:
         evaluators.append(llm_judge(request.options.get("evaluator_model")))
-    with run_tools(request.tools, request.mcp) as registry:
+    with json_stdout(as_json), run_tools(request.tools, request.mcp) as registry:
         target = EvalTarget(
             tools=registry, options=request.options, memory=request.memory,
             recording=recording, upload=request.upload, workspace_root=request.workspace,
         )  # fmt: skip
+        where = request.workspace or "temporary (removed at the end)"
         out.print(
-            f"evaluating {len(examples)} example(s) of {request.dataset} · workspaces "
-            f"{target.workspace_root}",
+            f"evaluating {len(examples)} example(s) of {request.dataset} · workspaces {where}",
             style="dim",
         )
         results = await evaluate_examples(
@@ -187,11 +203,47 @@ async def evaluate(request: EvalRequest, out: Console, as_json: bool) -> int:
     figures = totals(results)
     checked = verdicts(figures, thresholds)
     if as_json:
-        sys.stdout.write(json.dumps(report_json(results, figures, checked), default=str, indent=1))
+        report = report_json(results, figures, checked)
+        if recording is not None:  # what was replayed, and what was not (live model calls)
+            report["recording"] = {"mode": recording.mode, **recording.stats}
+        sys.stdout.write(json.dumps(report, default=str, indent=1))
         sys.stdout.write("\n")
     else:
         print_report(out, results, figures, checked, [e.__name__ for e in evaluators])
+    if recording is not None:
+        out.print(recording.summary(), style="dim")
     return 0 if all(v["met"] for v in checked) else EXIT_FAILED
+
+
+@contextlib.contextmanager
+def json_stdout(as_json: bool) -> Iterator[None]:
+    """With ``--json``, point stdout (fd 1 too) at stderr while the evaluation runs.
+
+    Tools that print, write to ``sys.__stdout__`` or to fd 1, and the processes they start,
+    then never reach the JSON document, written to the real stdout afterwards.
+    """
+    if not as_json:
+        yield
+        return
+    for stream in (sys.stdout, sys.__stdout__):
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.flush()
+    try:
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no fd 1 or 2 to juggle: only Python's stdout is moved
+        saved = -1
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved >= 0:
+            with contextlib.suppress(Exception):
+                if sys.__stdout__ is not None:
+                    sys.__stdout__.flush()  # what was written meanwhile goes to stderr
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _examples(request: EvalRequest) -> list[EvalExample]:
@@ -202,6 +254,11 @@ def _examples(request: EvalRequest) -> list[EvalExample]:
     from_file = path.exists() or path.suffix in {".jsonl", ".json"} or os.sep in request.dataset
     try:
         if from_file:
+            if request.data_dir is not None:
+                raise UserError(
+                    "--data-dir is for a LangSmith dataset: a JSONL dataset's files are "
+                    "relative to its own folder"
+                )
             if request.upload:
                 raise UserError(
                     "--upload records an experiment of a LangSmith dataset: give the dataset's "
@@ -214,7 +271,7 @@ def _examples(request: EvalRequest) -> list[EvalExample]:
                 f"no dataset file {request.dataset}; a LangSmith dataset name needs "
                 "LANGSMITH_API_KEY"
             )
-        return langsmith_dataset(request.dataset)
+        return langsmith_dataset(request.dataset, data_dir=request.data_dir)
     except DatasetError as exc:
         raise UserError(str(exc)) from None
 
@@ -226,10 +283,8 @@ def _recording(request: EvalRequest) -> Any:
         raise UserError("give --record DIR or --replay DIR, not both")
     if request.record is None and request.replay is None:
         return None
-    try:
-        from planexec.recording import Recording
-    except ImportError:  # pragma: no cover - the recording package ships with planexec
-        raise UserError("record and replay are not available in this planexec") from None
+    from planexec.recording import Recording
+
     if request.replay is not None:
         if not request.replay.is_dir():
             raise UserError(f"--replay {request.replay}: no such folder of recordings")
@@ -273,6 +328,7 @@ def print_report(
     from rich.text import Text
 
     from planexec.cli.ui import styled
+    from planexec.evaluation.report import percent
 
     columns = {name: ks for name, ks in COLUMNS.items() if any(k in keys for k in ks)}
     priced = figures["cost"] > 0  # a cost column only when some model has a price
@@ -309,8 +365,9 @@ def print_report(
             if score["score"] == 0:
                 said = (f"{r.example.id} ", "bold"), (f"{score['key']}: ", "red")
                 out.print(styled(*said, score["comment"]))
-    means = ", ".join(f"{k} {v:.0%}" for k, v in figures["means"].items())
-    out.print(f"pass rate {figures['pass_rate']:.0%} ({figures['passed']} of "
+    means = ", ".join(f"{k} {percent(v)}" for k, v in figures["means"].items())
+    rate = figures["passed"] / figures["examples"] if figures["examples"] else 0.0
+    out.print(f"pass rate {percent(rate)} ({figures['passed']} of "
               f"{figures['examples']}); mean scores: {means}")  # fmt: skip
     for verdict in checked:
         value = "none" if verdict["value"] is None else f"{verdict['value']:g}"

@@ -24,7 +24,10 @@ def cut(text: str) -> Text:
 
 
 def step_table(records: Mapping[str, StepRecord]) -> Table:
-    """Return the steps' statuses, attempts, timings and summaries (or errors)."""
+    """Return the steps' statuses, attempts, timings and summaries (or errors).
+
+    A step served from a recording shows ``(replayed)`` after its status.
+    """
     timings = Table(title="steps", title_justify="left")
     for column in ("id", "status", "attempts", "seconds"):
         timings.add_column(column, no_wrap=True)
@@ -34,7 +37,7 @@ def step_table(records: Mapping[str, StepRecord]) -> Table:
         took = ended - started if ended and started else None
         timings.add_row(
             str(sid),
-            str(rec.get("status", "")),
+            str(rec.get("status", "")) + (" (replayed)" if rec.get("replayed") else ""),
             str(rec.get("attempts", 0)),
             f"{took:.2f}" if took is not None else "-",
             cut(one_line(rec.get("error") or rec.get("summary", ""))),

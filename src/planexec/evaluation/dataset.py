@@ -10,7 +10,15 @@ is one :class:`DatasetError` naming the file, the line and the field.
 Data files are read where the dataset's author put them, never anywhere else: a relative path
 inside the dataset file's folder (links resolved: a link out of it is refused), or
 ``planexec:demo/NAME`` for the data planexec ships. Absolute paths and ``..`` out of the folder
-are refused: a dataset someone sends you cannot make a run read your other files.
+are refused: a dataset someone sends you cannot make a run read your other files. A LangSmith
+dataset has no folder: its examples may name only ``planexec:demo/NAME``, unless the operator
+gives one (``data_dir``, the CLI's ``--data-dir DIR``), where relative paths are then checked
+the same way.
+
+A JSONL file is read as UTF-8 (a leading byte order mark is skipped) and split at a newline
+only (a carriage return before it is dropped), so a string holding U+2028 or U+0085 stays one line.
+Every example's values are nested at most :data:`MAX_DEPTH` deep, and a LangSmith example is
+at most :data:`MAX_LINE_CHARS` characters as JSON, checked at load.
 """
 
 from __future__ import annotations
@@ -37,7 +45,9 @@ from planexec.context import context_problems
 from planexec.errors import PlanexecError
 
 MAX_LINE_CHARS = 1_000_000
-"""Longest line a JSONL dataset may have (one example)."""
+"""Longest line a JSONL dataset may have (one example; a LangSmith example as JSON)."""
+MAX_DEPTH = 64
+"""Deepest nesting of lists and objects an example may have (its own object is depth 1)."""
 MAX_EXAMPLES = 10_000
 """Most examples a dataset may have."""
 MAX_DATASET_BYTES = 64 * 2**20
@@ -48,6 +58,7 @@ EVAL_CHOSEN = {
     "approval": "eval approves every plan by policy (approval never)",
     "shared_folder": "each example runs in a workspace of its own",
     "plan_memory": "eval plans afresh; --memory turns plan memory on for the whole evaluation",
+    "model_prices": "prices are the operator's setting (their configuration), not a dataset's",
 }
 """Context fields an example may not set, and why (the evaluation decides them)."""
 
@@ -80,7 +91,9 @@ class Trajectory(_Strict):
     """The tool calls a run is expected to make, compared in one of agentevals' modes.
 
     ``strict``: the same calls in the same order; ``unordered``: the same calls in any order;
-    ``subset``: no call outside these; ``superset``: at least these.
+    ``subset``: no call outside these; ``superset``: at least these. Repeats count: each
+    expected call matches one executed call, so a call that ran twice must be expected twice
+    (``unordered``, ``subset``), and one expected twice must have run twice (``superset``).
     """
 
     steps: list[ExpectedCall | Text] = Field(max_length=1000)
@@ -155,8 +168,11 @@ class EvalExample:
     metadata: Mapping[str, Any]
 
     def inputs_dict(self) -> dict[str, Any]:
-        """Return the inputs as ``langsmith.evaluate`` passes them to the target."""
-        return {"task": self.inputs.task, "data": [str(p) for p in self.data],
+        """Return the inputs as ``langsmith.evaluate`` passes them to the target.
+
+        ``id`` names the example's recording (``Recording.part``) in :class:`EvalTarget`.
+        """
+        return {"id": self.id, "task": self.inputs.task, "data": [str(p) for p in self.data],
                 "context": dict(self.inputs.context)}  # fmt: skip
 
     def outputs_dict(self) -> dict[str, Any]:
@@ -170,13 +186,13 @@ def load_dataset(path: str | Path) -> list[EvalExample]:
     try:
         if path.stat().st_size > MAX_DATASET_BYTES:
             raise DatasetError(f"dataset {path} is larger than {MAX_DATASET_BYTES // 2**20} MB")
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise DatasetError(f"cannot read dataset {path}: {_reason(exc)}") from None
     folder = path.resolve().parent
     examples: list[EvalExample] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate((x.removesuffix("\r") for x in text.split("\n")), start=1):
         if not line.strip():
             continue
         if len(examples) >= MAX_EXAMPLES:
@@ -198,18 +214,22 @@ Row = tuple[str, Mapping[str, Any], Mapping[str, Any] | None, Mapping[str, Any]]
 """An example from elsewhere: its id, inputs, outputs and metadata."""
 
 
-def examples_of(rows: Iterable[Row], where: str) -> list[EvalExample]:
+def examples_of(rows: Iterable[Row], where: str, data_dir: Path | None = None) -> list[EvalExample]:
     """Check examples given as ``(id, inputs, outputs, metadata)`` (a LangSmith dataset's).
 
-    Data files are relative to the current folder (and must stay inside it).
+    Data files: ``planexec:demo/NAME``, or relative to ``data_dir`` (and inside it) when given.
     """
+    folder = data_dir.resolve() if data_dir is not None else None
     examples = []
     for number, (ident, inputs, outputs, metadata) in enumerate(rows, start=1):
         if number > MAX_EXAMPLES:
             raise DatasetError(f"{where} has more than {MAX_EXAMPLES} examples")
         line = {"id": ident, "inputs": dict(inputs or {}), "outputs": dict(outputs or {}),
                 "metadata": dict(metadata)}  # fmt: skip
-        examples.append(_example(line, where, number, Path.cwd().resolve(), what="example"))
+        problem = _too_big(line)
+        if problem:
+            raise DatasetError(f"{where}, example {number}: {problem}")
+        examples.append(_example(line, where, number, folder, what="example"))
     if not examples:
         raise DatasetError(f"{where} has no examples")
     return examples
@@ -227,12 +247,38 @@ def _parsed(line: str, path: Path, number: int) -> object:
         raise DatasetError(f"{where}: not valid JSON ({_reason(exc)})") from None
 
 
+def _too_big(line: Mapping[str, Any]) -> str | None:
+    """Say why a LangSmith example is too big or deep to take, or None."""
+    problem = _too_deep(line)
+    if problem is None and len(json.dumps(line, default=str)) > MAX_LINE_CHARS:
+        problem = f"longer than {MAX_LINE_CHARS:,} characters as JSON"
+    return problem
+
+
+def _too_deep(data: object) -> str | None:
+    """Say where ``data`` nests deeper than :data:`MAX_DEPTH`, or None (no recursion used)."""
+    stack: list[tuple[object, int, str]] = [(data, 1, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if not isinstance(value, dict | list):
+            continue
+        if depth > MAX_DEPTH:
+            return f"{where.lstrip('.') or 'the example'}: nested more than {MAX_DEPTH} deep"
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        top = where.count(".") < 3  # name the field, not the path down to the depth
+        stack.extend((v, depth + 1, f"{where}.{k}" if top else where) for k, v in items)
+    return None
+
+
 def _example(
-    data: object, path: str | Path, number: int, folder: Path, what: str = "line"
+    data: object, path: str | Path, number: int, folder: Path | None, what: str = "line"
 ) -> EvalExample:
     where = f"dataset {path}, {what} {number}"
     if not isinstance(data, dict):
         raise DatasetError(f"{where}: an example is a JSON object, not {type(data).__name__}")
+    deep = _too_deep(data)
+    if deep:
+        raise DatasetError(f"{where}: {deep}")
     try:
         line = ExampleLine.model_validate(data)
     except ValidationError as exc:
@@ -249,14 +295,20 @@ def _example(
     return EvalExample(ident, line.inputs, line.outputs, files, line.metadata)
 
 
-def data_file(name: str, folder: Path) -> Path:
+def data_file(name: str, folder: Path | None) -> Path:
     """Return the data file ``name`` names, or raise ValueError saying why it is refused.
 
-    ``planexec:demo/NAME``: a file planexec ships; else a relative path inside ``folder``.
+    ``planexec:demo/NAME``: a file planexec ships; else a relative path inside ``folder``
+    (None: a LangSmith dataset's, with no folder given: only ``planexec:demo/NAME``).
     """
     if name.startswith(PACKAGE_DATA):
         base = Path(str(resources.files("planexec") / "demo")).resolve()
         relative = name.removeprefix(PACKAGE_DATA)
+    elif folder is None:
+        raise ValueError(
+            f"{name!r}: a LangSmith dataset's data files are {PACKAGE_DATA}NAME, or paths "
+            "inside a folder the operator gives (--data-dir DIR)"
+        )
     else:
         base, relative = folder, name
     if Path(relative).is_absolute() or relative.startswith(("~", "\\")):
@@ -282,10 +334,14 @@ def _reason(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
 
 
-def langsmith_dataset(name: str, client: Any = None) -> list[EvalExample]:
+def langsmith_dataset(
+    name: str, client: Any = None, data_dir: str | Path | None = None
+) -> list[EvalExample]:
     """Read and check the examples of the LangSmith dataset ``name`` (``list_examples``).
 
     ``client``: a ``langsmith.Client`` (default: the environment's, ``LANGSMITH_API_KEY``).
+    ``data_dir``: the folder the examples' relative data paths are in (default: none, so only
+    ``planexec:demo/NAME`` files): a shared dataset cannot make a run read your files.
     """
     from langsmith import Client
     from langsmith.utils import LangSmithError
@@ -299,4 +355,4 @@ def langsmith_dataset(name: str, client: Any = None) -> list[EvalExample]:
         ]
     except (LangSmithError, OSError, ValueError) as exc:
         raise DatasetError(f"cannot read {where}: {_reason(exc)}") from None
-    return examples_of(rows, where)
+    return examples_of(rows, where, Path(data_dir) if data_dir is not None else None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -75,9 +76,59 @@ def _projected(ran: list[ExpectedCall], expected: list[ExpectedCall]) -> list[Ex
     ]
 
 
+def same_value(first: Any, second: Any) -> bool:
+    """Say whether two JSON values are equal with their types: ``true`` is not ``1``.
+
+    Numbers compare by value (``1`` is ``1.0``); objects and lists item by item.
+    """
+    if isinstance(first, bool) or isinstance(second, bool):
+        return type(first) is type(second) and first == second
+    if isinstance(first, int | float) and isinstance(second, int | float):
+        return first == second
+    if isinstance(first, dict) and isinstance(second, dict):
+        return first.keys() == second.keys() and all(same_value(first[k], second[k]) for k in first)
+    if isinstance(first, list) and isinstance(second, list):
+        return len(first) == len(second) and all(map(same_value, first, second))
+    return type(first) is type(second) and first == second
+
+
 def _agree(first: dict[str, Any], second: dict[str, Any]) -> bool:
     """Say whether two calls' arguments agree on every name both have (either way round)."""
-    return all(first[k] == second[k] for k in first.keys() & second.keys())
+    return all(same_value(first[k], second[k]) for k in first.keys() & second.keys())
+
+
+def _specific_first(calls: list[ExpectedCall], mode: str) -> list[ExpectedCall]:
+    """Order expected calls so that those naming more arguments are matched first.
+
+    agentevals matches the calls of the unordered modes greedily, in order: a bare ``x``
+    first would take the executed ``x`` an ``x(k=1)`` needs. Strict keeps the order.
+    """
+    if mode == "strict":
+        return calls
+    return sorted(calls, key=lambda c: -len(c.args or {}))
+
+
+def _differing(ran: list[ExpectedCall], expected: list[ExpectedCall]) -> str:
+    """Say, for each expected call no executed call of its tool agrees with, what differs."""
+    said = []
+    for call in expected:
+        if not call.args:
+            continue
+        same_tool = [c for c in ran if c.tool == call.tool]
+        if not same_tool or any(_agree(call.args, c.args or {}) for c in same_tool):
+            continue
+        got = same_tool[0].args or {}
+        names = [k for k in call.args if not same_value(call.args[k], got.get(k, ABSENT))]
+        shown = ", ".join(
+            f"{k} expected {_json(call.args[k])}, ran {_json(got.get(k, ABSENT))}" for k in names
+        )
+        said.append(f"{call.tool}: {shown}")
+    return "; ".join(said[:5])
+
+
+def _json(value: Any) -> str:
+    text = value if value is ABSENT else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def trajectory(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:
@@ -85,9 +136,12 @@ def trajectory(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any])
 
     ``tools`` expected: the first plan's tools, in plan order (strict). ``trajectory``
     expected: the tool steps that ran, in the order they started, in the example's mode
-    (``strict``, ``unordered``, ``subset``, ``superset``). An expected call's ``args`` must
-    equal the executed call's arguments of those names, as planned (``$N`` references
-    unresolved); arguments it does not name are ignored.
+    (``strict``, ``unordered``, ``subset``, ``superset``; in the last three a call counts
+    once, so a repeated call must be expected as often as it ran, or less for ``superset``).
+    An expected call's ``args`` must equal the executed call's arguments of those names, as
+    planned (``$N`` references unresolved), with their JSON types (``true`` is not ``1``);
+    arguments it does not name are ignored. Expected calls naming arguments are matched
+    before bare ones; the comment names the arguments that differ.
     """
     expected = _expected(reference_outputs)
     if expected.tools is not None:
@@ -101,7 +155,7 @@ def trajectory(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any])
         ]
     else:
         return _score("trajectory", None, "no tools or trajectory expected")
-    expected_calls = wanted.calls()
+    expected_calls = _specific_first(wanted.calls(), wanted.match)
     match = create_trajectory_match_evaluator(
         trajectory_match_mode=wanted.match,
         tool_args_match_mode="exact",
@@ -113,24 +167,32 @@ def trajectory(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any])
     met = bool(result["score"]) if isinstance(result, dict) else False
     shown = ", ".join(c.tool for c in ran) or "none"
     expected_names = ", ".join(c.tool for c in wanted.calls()) or "none"
+    comment = f"{wanted.match}: {what} [{shown}], expected [{expected_names}]"
+    differing = "" if met else _differing(ran, expected_calls)
     return _score(
-        "trajectory", met, f"{wanted.match}: {what} [{shown}], expected [{expected_names}]"
+        "trajectory", met, comment + (f"; arguments differ: {differing}" if differing else "")
     )
 
 
-NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?![\w])")
+NUMBER = re.compile(r"(?<![\w.])-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)(?:e[+-]?\d{1,2})?(?!\w)")
+"""A number as written: optional minus, thousands commas, decimals or a bare ``.5``, a small
+exponent (``1e3``; at most two digits, so a huge one is never written out)."""
+MINUSES = str.maketrans({"\u2212": "-", "\u2013": "-", "\ufe63": "-", "\uff0d": "-"})
+"""Minus signs formatters print, read as ``-`` (NFKC keeps U+2212)."""
 
 
 def normalised(text: str) -> str:
-    """Return text as facts are compared: lower case, one space between words, numbers plain.
+    """Return text as facts are compared: NFKC, lower case, one space between words, numbers plain.
 
-    A number loses its thousands separators and trailing zeros: ``897,325.00`` is ``897325``.
+    A number loses its thousands separators and trailing zeros (``897,325.00`` is ``897325``,
+    ``.5`` is ``0.5``, ``1e3`` is ``1000``), a minus sign is ``-`` (U+2212 too), and a percent
+    sign follows its number (``12 %`` is ``12%``).
     """
 
     def plain(match: re.Match[str]) -> str:
         written = match.group()
         digits = written.replace(",", "")
-        if "," in written and not re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", written):
+        if "," in written and not re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?(e[+-]?\d+)?", written):
             return written  # a list of numbers ("1,2,3"), not one number
         try:
             value = Decimal(digits).normalize()
@@ -138,30 +200,76 @@ def normalised(text: str) -> str:
             return written
         return format(value, "f")
 
-    return " ".join(NUMBER.sub(plain, text.lower()).split())
+    text = unicodedata.normalize("NFKC", text).translate(MINUSES).lower()
+    text = re.sub(r"(\d)\s+%", r"\1%", text)
+    return " ".join(NUMBER.sub(plain, text).split())
 
 
 def _appears(fact: str, text: str) -> bool:
-    """Say whether ``fact`` appears in ``text`` as whole words (``89732`` is not in ``897325``)."""
+    """Say whether ``fact`` appears in ``text`` as whole words and whole numbers.
+
+    ``89732`` is not in ``897325``, ``3`` not in ``3.5`` (nor ``897325`` in ``897325.75``),
+    ``5`` not in ``-5`` or ``2.5``: a number is not followed by ``.``/``,`` and a digit, and
+    not preceded by a minus or a digit and ``.``/``,``.
+    """
     start = r"(?<!\w)" if fact[:1].isalnum() else ""
+    if fact[:1].isdigit():
+        start += r"(?<!-)(?<!\d[.,])"
     end = r"(?!\w)" if fact[-1:].isalnum() else ""
+    if fact[-1:].isdigit():
+        end += r"(?![.,]\d)"
     return re.search(start + re.escape(fact) + end, text) is not None
+
+
+PREVIEW = re.compile(r"\(the whole output: [^\n]*?(?:--output (\d+)|steps\['(\d+)'\])")
+"""The finalizer's note after a step's output it cut short (where to read it whole)."""
+
+
+def _previewed(outputs: Mapping[str, Any]) -> dict[str, str]:
+    """Return the whole outputs of the steps the answer shows cut short, as text, by step."""
+    shown = outputs.get("step_outputs") or {}
+    whole: dict[str, str] = {}
+    for match in PREVIEW.finditer(str(outputs.get("answer") or "")):
+        step = match.group(1) or match.group(2)
+        if step in shown and step not in whole:
+            output = shown[step]
+            text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False,
+                                                                      default=str)  # fmt: skip
+            whole[step] = normalised(text)
+    return whole
 
 
 def answer_facts(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:
     """Say whether every expected fact appears in the answer, as whole words and numbers.
 
-    Both are compared :func:`normalised`: case, spacing and number formats do not count.
+    Both are compared :func:`normalised`: case, spacing and number formats do not count. Where
+    the answer shows a step's output cut short (a long value's preview), the fact may be in
+    that step's whole output (a spilled one's contents are not at hand: only its size); the
+    comment says where facts were found, or where they were looked for.
     """
     facts = _expected(reference_outputs).facts
     if not facts:
         return _score("answer_facts", None, "no facts expected")
     answer = normalised(str(outputs.get("answer") or ""))
-    missing = [f for f in facts if not _appears(normalised(f), answer)]
+    whole = _previewed(outputs)
+    missing, elsewhere = [], 0
+    for fact in facts:
+        wanted = normalised(fact)
+        if _appears(wanted, answer):
+            continue
+        if any(_appears(wanted, text) for text in whole.values()):
+            elsewhere += 1
+        else:
+            missing.append(fact)
+    steps_named = " and ".join(f"step {s}'s whole output" for s in whole)
     if missing:
         shown = "; ".join(repr(f[:80]) for f in missing[:5])
-        return _score("answer_facts", False, f"{len(missing)} of {len(facts)} missing: {shown}")
-    return _score("answer_facts", True, f"all {len(facts)} found")
+        where = f" (looked in the answer and {steps_named})" if whole else ""
+        return _score(
+            "answer_facts", False, f"{len(missing)} of {len(facts)} missing: {shown}{where}"
+        )
+    found = f" ({elsewhere} in {steps_named}, which the answer cuts short)" if elsewhere else ""
+    return _score("answer_facts", True, f"all {len(facts)} found{found}")
 
 
 def final_status(outputs: Mapping[str, Any], reference_outputs: Mapping[str, Any]) -> EvalScore:

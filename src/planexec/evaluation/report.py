@@ -3,7 +3,10 @@
 Thresholds are written ``NAME=VALUE``: ``--min pass_rate=0.9`` (the share of examples that
 passed every evaluator), ``--min trajectory=1`` (an evaluator's mean score over the examples it
 applies to), ``--max tokens=20000`` (a total over the examples: ``model_calls``, ``tokens``,
-``cost``, ``wall_time``, ``steps``). Missing one makes ``planexec eval`` exit 1.
+``cost``, ``wall_time``, ``steps``). Missing one makes ``planexec eval`` exit 1. A threshold
+that is always or never met is refused: a ``--min`` is between 0 and 1 (a mean or a share), a
+``--max`` at least 0 (a total). ``wall_time`` is the sum of the examples' times, not the
+evaluation's elapsed time (examples run concurrently).
 """
 
 from __future__ import annotations
@@ -80,7 +83,18 @@ def parse_threshold(bound: Literal["min", "max"], text: str, known: Iterable[str
         raise ThresholdError(
             f"--{bound} {text}: write NAME=NUMBER with NAME one of {', '.join(names)}"
         )
+    if bound == "min" and not 0 <= limit <= 1:
+        what = "the share of examples passing (a mean)" if name == "pass_rate" else "a mean score"
+        raise ThresholdError(f"--min {text}: {name} is {what}, between 0 and 1")
+    if bound == "max" and limit < 0:
+        raise ThresholdError(f"--max {text}: {name} is a total over the examples, at least 0")
     return Threshold(bound, name, limit)
+
+
+def percent(share: float) -> str:
+    """Return a share as a percentage floored to one decimal: 399 of 400 is 99.7%, not 100%."""
+    tenths = math.floor(share * 1000 + 1e-9)
+    return f"{tenths // 10}%" if tenths % 10 == 0 else f"{tenths / 10:.1f}%"
 
 
 def totals(results: Sequence[ExampleResult]) -> Totals:

@@ -4,14 +4,20 @@ Each example runs in a workspace of its own (its data files copied in), its plan
 policy (approval ``never``: the approval records ``by: policy``), plan memory off unless
 asked, with the tools ``planexec run`` would have (``--tools``, ``--mcp``: give a registry) and
 optionally a :class:`~planexec.recording.Recording` (steps served from, or written to, a
-folder). Unless the results are uploaded, LangSmith tracing is off around the run: langsmith
-0.15 posts a target's nested runs even under ``upload_results=False``.
+folder: example X's in its subfolder ``X``, so two examples never share a recording). A failed
+step whose plan asks (``on_failure: "ask"``) is answered by policy as ``planexec run --yes``
+answers it: replan (the decision names :data:`POLICY_CALLER`). Unless the results are
+uploaded, LangSmith tracing is off around the run: langsmith 0.15 posts a target's nested runs
+even under ``upload_results=False``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
+import shutil
 import tempfile
 import time
 import uuid
@@ -26,11 +32,14 @@ from langsmith import run_helpers
 
 from planexec.admission import PlanexecGraph
 from planexec.context import Context
+from planexec.errors import ConfigurationError
+from planexec.evaluation.dataset import EVAL_CHOSEN
 from planexec.evaluation.outputs import ExecutedCall, FailedStep, TargetOutputs
 from planexec.graph import build_graph
 from planexec.redaction.secrets import scrub_text
 from planexec.runs import RunRequest, new_run
 from planexec.runs.streaming import adrive, drive
+from planexec.runs.types import Caller, ReviewRequest
 from planexec.spending.budget import ROLE_MODELS, cost_of, price_of
 from planexec.state import PlanDoc, RoleUsage, StepRecord
 from planexec.tools import ToolRegistry, ToolsLike
@@ -40,6 +49,19 @@ if TYPE_CHECKING:
 
 RAN = frozenset({"succeeded", "failed"})
 """Step statuses of a step that ran (skipped and pending ones did not)."""
+POLICY_CALLER = Caller(id="policy:eval", source="policy")
+"""Who the decisions eval makes by policy are recorded as (answers to failed steps)."""
+
+
+def policy_answer(request: ReviewRequest) -> dict[str, Any]:
+    """Answer a run's question as ``planexec run --yes`` does: a failed step replans.
+
+    A plan to approve (not asked under approval ``never``) is approved.
+    """
+    if request.get("type") == "step_failure":
+        step: Any = request.get("step") or {}
+        return {"action": "replan", "step": step.get("id")}
+    return {"action": "approve"}
 
 
 @dataclass
@@ -48,9 +70,12 @@ class EvalTarget:
 
     ``options``: context fields for every example (over the example's own: the CLI's
     ``--planner-model`` and friends). ``memory``: plan memory on, shared by the examples of
-    this target. ``upload``: results go to LangSmith, so the run is traced as the environment
-    says; otherwise tracing is off around it. ``workspace_root``: the folder holding each
-    example's workspace (default: a new temporary folder).
+    this target. ``recording``: example X records to (or replays from) its subfolder
+    (``Recording.part(X)``; ``inputs["id"]``, else a name made from the inputs). ``upload``:
+    results go to LangSmith, so the run is traced as the environment says; otherwise tracing
+    is off around it. ``workspace_root``: the folder holding each example's workspace, kept
+    after the run; by default each example runs in a temporary folder, removed once its
+    outcome is read.
 
     Use it as ``langsmith.evaluate(target, ...)`` (sync) or ``aevaluate(target.arun, ...)``::
 
@@ -68,10 +93,13 @@ class EvalTarget:
     _store: InMemoryStore = field(default_factory=InMemoryStore, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        """Check the tools once; choose the workspaces' folder."""
+        """Check the tools and the workspaces' folder once."""
         self.registry = ToolRegistry.of(self.tools) if self.tools is not None else None
-        if self.workspace_root is None:
-            self.workspace_root = Path(tempfile.mkdtemp(prefix="planexec-eval-"))
+        if self.workspace_root is not None:
+            root = Path(self.workspace_root)
+            if root.exists() and not root.is_dir():
+                raise ConfigurationError(f"workspace folder {root} is not a folder")
+            self.workspace_root = root
 
     def __call__(self, inputs: Mapping[str, Any]) -> TargetOutputs:
         """Run the example (sync: ``graph.stream``); never raises for the run's own failures.
@@ -80,56 +108,81 @@ class EvalTarget:
         ``error``, the error, and the steps that had failed by then.
         """
         clock = time.monotonic()
-        try:
-            graph, request = self._prepared(inputs)
-        except Exception as exc:  # the example could not start: its row says why
-            return _failed(exc, clock)
-        try:
-            with self._tracing():
-                values, _ = drive(graph, request.config(), request.context, _first(request),
-                                  None, None)  # fmt: skip
-        except Exception as exc:
-            values = graph.get_state(request.config()).values
-            return outputs_of(values, request, time.monotonic() - clock, _said(exc))
-        return outputs_of(values, request, time.monotonic() - clock)
+        with self._workspace() as root:
+            try:
+                graph, request = self._prepared(inputs, root)
+            except Exception as exc:  # the example could not start: its row says why
+                return _failed(exc, clock)
+            config = request.config(POLICY_CALLER)
+            try:
+                with self._tracing():
+                    values, _ = drive(graph, config, request.context, _first(request), None,
+                                      policy_answer)  # fmt: skip
+            except Exception as exc:
+                values = graph.get_state(config).values
+                return outputs_of(values, request, time.monotonic() - clock, one_line(exc))
+            return outputs_of(values, request, time.monotonic() - clock)
 
     async def arun(self, inputs: Mapping[str, Any]) -> TargetOutputs:
         """Async :meth:`__call__` (``graph.astream``): the target ``aevaluate`` takes."""
         clock = time.monotonic()
-        try:
-            graph, request = await asyncio.to_thread(self._prepared, inputs)  # copies files
-        except Exception as exc:
-            return _failed(exc, clock)
-        try:
-            with self._tracing():
-                values, _ = await adrive(
-                    graph, request.config(), request.context, _first(request), None, None
-                )
-        except Exception as exc:
-            values = (await graph.aget_state(request.config())).values
-            return outputs_of(values, request, time.monotonic() - clock, _said(exc))
-        return outputs_of(values, request, time.monotonic() - clock)
+        with self._workspace() as root:
+            try:
+                graph, request = await asyncio.to_thread(self._prepared, inputs, root)  # copies
+            except Exception as exc:
+                return _failed(exc, clock)
+            config = request.config(POLICY_CALLER)
+            try:
+                with self._tracing():
+                    values, _ = await adrive(
+                        graph, config, request.context, _first(request), None, policy_answer
+                    )
+            except Exception as exc:
+                values = (await graph.aget_state(config)).values
+                return outputs_of(values, request, time.monotonic() - clock, one_line(exc))
+            return outputs_of(values, request, time.monotonic() - clock)
 
     def context_of(self, inputs: Mapping[str, Any]) -> Context:
-        """Return an example's run context: its own fields, then ``options``, memory as set."""
-        given = dict(inputs.get("context") or {})
+        """Return an example's run context: its own fields, then ``options``, memory as set.
+
+        Of the example's fields, those eval decides (:data:`EVAL_CHOSEN`: approval, plan
+        memory, shared folder, model prices) are dropped: a dataset never sets them.
+        """
+        own = dict(inputs.get("context") or {})
+        given = {k: v for k, v in own.items() if k not in EVAL_CHOSEN}
         given |= {k: v for k, v in self.options.items() if v is not None}
         given["plan_memory"] = self.memory
         given.pop("approval", None)  # approved by policy: the operator's "never"
         return Context(**given)
 
-    def _prepared(self, inputs: Mapping[str, Any]) -> tuple[PlanexecGraph, RunRequest]:
+    @contextlib.contextmanager
+    def _workspace(self) -> Iterator[Path]:
+        """Yield the folder an example's workspace goes in: the root given, or a temporary one.
+
+        A temporary one is removed when the example's outcome has been read.
+        """
+        if self.workspace_root is not None:
+            yield self.workspace_root
+            return
+        folder = Path(tempfile.mkdtemp(prefix="planexec-eval-"))
+        try:
+            yield folder
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _prepared(self, inputs: Mapping[str, Any], root: Path) -> tuple[PlanexecGraph, RunRequest]:
         thread_id = str(uuid.uuid4())
-        assert self.workspace_root is not None
         request = new_run(
             str(inputs["task"]),
-            workspace=self.workspace_root / thread_id,
+            workspace=root / thread_id,
             data=[Path(p) for p in inputs.get("data") or []],
             thread_id=thread_id,
             context=self.context_of(inputs),
             tools=self.registry,
         )
-        extra: dict[str, Any] = {"recording": self.recording} if self.recording else {}
+        extra: dict[str, Any] = {}
+        if self.recording is not None:
+            extra["recording"] = self.recording.part(example_name(inputs))
         graph = build_graph(
             self._saver,
             tools=self.registry,
@@ -149,11 +202,20 @@ class EvalTarget:
             yield
 
 
+def example_name(inputs: Mapping[str, Any]) -> str:
+    """Return the name of an example's recording: its ``id``, else one made from its inputs."""
+    given = inputs.get("id")
+    if isinstance(given, str) and given:
+        return given
+    shown = json.dumps({k: v for k, v in inputs.items() if k != "id"}, sort_keys=True, default=str)
+    return "inputs-" + hashlib.sha256(shown.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _first(request: RunRequest) -> dict[str, Any]:
     return {"task": request.task}
 
 
-def _said(exc: Exception) -> str:
+def one_line(exc: BaseException) -> str:
     """Return an exception in one scrubbed line of at most 500 characters."""
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     return scrub_text(f"{type(exc).__name__}: {text}"[:500])
@@ -164,7 +226,7 @@ def _failed(exc: Exception, clock: float) -> TargetOutputs:
         thread_id="", status="error", answer="", planned_tools=[], trajectory=[],
         plan_valid_first_time=None, steps_run=0, model_calls=0, tokens=0, cost=0.0,
         wall_seconds=time.monotonic() - clock, step_outputs={}, failed_steps=[],
-        error=_said(exc),
+        error=one_line(exc),
     )  # fmt: skip
 
 

@@ -19,7 +19,8 @@ from planexec.concurrency import toolcalls
 from planexec.concurrency.offloop import run_in_thread
 from planexec.concurrency.toolcalls import StepTimeout
 from planexec.errors import ToolError, TransientToolError, is_transient
-from planexec.recording import recording_in_use
+from planexec.recording import RecordedToolFailure, Recording, recording_in_use
+from planexec.recording.replayed import REPLAYED_METADATA, mark_replayed
 from planexec.redaction.secrets import redact
 from planexec.redaction.untraced import ToolRun, observed, quiet_config
 from planexec.redaction.untraced import quiet as untraced
@@ -43,24 +44,27 @@ async def call_tool(
     A result that does not fit the tool's declared output schema fails the call
     (:func:`planexec.tools.returns.check_output`): no dependent ever sees it. ``config``
     names and tags the stand-in run; what the tool writes to the stream is scrubbed.
+    A replayed output passes the very same checks (storable, the output schema, every secret
+    of this run replaced): only where it comes from differs. A call served from a recording
+    marks its step replayed; in a replay every call's stand-in run (none is made live) has the
+    metadata ``planexec_replayed: true``.
 
     The one place every tool call of a step passes (a tool step's, an executor model's), so
     the one place a recording (:mod:`planexec.recording`, set by ``build_graph``) keeps each
     call's output or failure, or in a replay serves it without calling the tool.
     """
     recording = recording_in_use()  # build_graph's: record, or replay without calling the tool
+    replaying = recording is not None and recording.replaying
 
     async def work() -> Any:
         problem: tuple[str, bool] | None = None
         with untraced():
             try:
-                if recording is not None and recording.replaying:
-                    return await run_in_thread(
-                        partial(recording.replay_tool, tool_.name, args, secrets=secrets)
-                    )
-                value = to_storable(
-                    await toolcalls.call_isolated(tool_, args, quiet_config(secrets))
-                )
+                if recording is not None and replaying:  # where the value comes from, only
+                    given = await _replayed(recording, tool_.name, args, secrets)
+                else:
+                    given = await toolcalls.call_isolated(tool_, args, quiet_config(secrets))
+                value = to_storable(given)
                 check_output(tool_, value)
                 value = redact(value, secrets)
             except Exception as exc:  # reported as a scrubbed ToolFailed
@@ -86,7 +90,25 @@ async def call_tool(
 
     if not observed(config):  # no tracer or stream handler: no stand-in run needed
         return await work()
+    if replaying:  # the trace says the call was served from a recording, not made
+        config = {**config, "metadata": {**config.get("metadata", {}), REPLAYED_METADATA: True}}
     return await ToolRun.of(tool_, work).ainvoke(redact(args, secrets), config)
+
+
+async def _replayed(
+    recording: Recording, tool: str, args: dict[str, Any], secrets: list[str]
+) -> Any:
+    """Return a call's recorded output (or raise its recorded failure); mark its step replayed.
+
+    A call with no recording is not marked: nothing was served.
+    """
+    try:
+        given = await run_in_thread(partial(recording.replay_tool, tool, args, secrets=secrets))
+    except RecordedToolFailure:
+        mark_replayed()
+        raise
+    mark_replayed()  # the step's record says so (planexec.recording.replayed)
+    return given
 
 
 def describe_error(exc: BaseException) -> str:

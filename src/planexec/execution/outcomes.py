@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from planexec.plan.doc import step_digest
+from planexec.recording.replayed import Replayed
 from planexec.redaction.secrets import redact
 from planexec.state import (
     Finished,
@@ -69,12 +70,14 @@ def outcome(
     usage: dict[str, RoleUsage] | None = None,
     secrets: list[str] | None = None,
     refused_calls: list[RefusedCall] | None = None,
+    replayed: Replayed | bool = False,
 ) -> StepOutcome:
     """Build a step's outcome, secrets removed.
 
     ``output`` must already be storable (:func:`planexec.storage.storable.to_storable`); the
-    summary
-    and the error, which quote tools and models, are made storable here.
+    summary and the error, which quote tools and models, are made storable here.
+    ``replayed`` (read when the outcome is made): a tool call of the step was served from a
+    recording (:mod:`planexec.recording.replayed`).
     """
     result = StepOutcome(
         id=step_id,
@@ -91,6 +94,8 @@ def outcome(
         result["output_file"] = output_file
     if refused_calls:
         result["refused_calls"] = redact(refused_calls, secrets)
+    if replayed:  # a call of it was served from a recording: its tool did not run
+        result["replayed"] = True
     return result
 
 

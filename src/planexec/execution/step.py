@@ -29,6 +29,7 @@ from planexec.execution.round import ExecutionRound
 from planexec.execution.steptools import Refusals
 from planexec.llm.usage import UsageCounter
 from planexec.plan.references import UnresolvedReferenceError, iter_references, resolve_references
+from planexec.recording.replayed import track_replayed
 from planexec.redaction.secrets import redact
 from planexec.spending.budget import BudgetExhausted, describe_stop
 from planexec.state import OutputFile, StepDoc, StepOutcome
@@ -121,12 +122,14 @@ async def _attempts(
     max_attempts = max(1, ctx.step_max_attempts, 1 + extra_attempts(step))
     counter = UsageCounter("executor")  # every attempt's model calls count, failed ones too
     refusals = Refusals(sid, write, round_.secrets)
+    replayed = track_replayed()  # its calls served from a recording mark it (planexec.recording)
     ended = partial(  # what both endings record
         outcome,
         sid,
         started_at=started,
         secrets=round_.secrets,
         refused_calls=refusals.kept,
+        replayed=replayed,
     )
     attempts, error = 0, "not run"
     while attempts < max_attempts:

@@ -1,9 +1,10 @@
 """Judging step results against what the steps were meant to produce.
 
 Cheap checks need no model (:func:`cheap_problem`): a result must not be empty, and the files
-its tool declares in its output must exist (except in a replay, :mod:`planexec.recording`,
-where a replayed tool wrote no file). The optional LLM judge (:func:`judge`) sees every
-newly finished step of a round in one call and answers with structured :class:`Verdicts`. A
+its tool declares in its output must lie in the workspace and exist (in a replay,
+:mod:`planexec.recording`, where a replayed tool wrote no file, they need only lie in it).
+The optional LLM judge (:func:`judge`) sees every newly finished step of a round in one call
+and answers with structured :class:`Verdicts`. A
 judge's reply that is not verdicts, or did not end normally (cut off, filtered, refused), gives
 none: the results stand on the cheap checks, and the evaluation's reason says why.
 """
@@ -58,19 +59,23 @@ def cheap_problem(output: Any, file_fields: Sequence[str], workspace: Workspace)
     """Return why an output cannot be right without asking a model, or None.
 
     An empty output is a problem; so is a file the tool's declared ``file_fields`` name (text,
-    or a list of text) that is not in the workspace. No other field is taken for a file.
+    or a list of text) that is not in the workspace (in a replay: that lies outside it). No
+    other field is taken for a file.
     """
     if output is None or (isinstance(output, str | dict | list) and not output):
         return "the step produced no output"
     if not file_fields or not isinstance(output, dict):
         return None
-    if _replaying():  # a replayed tool wrote no file (planexec.recording): its output is all
-        return None
+    replaying = _replaying()  # a replayed tool wrote no file: only where it lies is checked
     for key in file_fields:
         value = output.get(key)
         paths = [value] if isinstance(value, str) else value if isinstance(value, list) else []
         for path in paths:
-            problem = _missing_file(path, workspace) if isinstance(path, str) and path else None
+            problem = (
+                _missing_file(path, workspace, must_exist=not replaying)
+                if isinstance(path, str) and path
+                else None
+            )
             if problem:
                 return f"its output names {_short(path)}{problem}"
     return None
@@ -88,9 +93,10 @@ _WORKSPACE_HINT = (
 )
 
 
-def _missing_file(path: str, workspace: Workspace) -> str | None:
+def _missing_file(path: str, workspace: Workspace, *, must_exist: bool = True) -> str | None:
     try:
-        if not workspace.resolve(path).exists():
+        resolved = workspace.resolve(path)  # outside the workspace: refused, replayed or not
+        if must_exist and not resolved.exists():
             return f", which does not exist in the workspace{_WORKSPACE_HINT}"
     except (WorkspaceError, OSError, ValueError) as exc:  # e.g. ENAMETOOLONG, a NUL
         return f": {exc}"

@@ -47,6 +47,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import hashlib
+import json
 import math
 import re
 import threading
@@ -77,7 +79,9 @@ from planexec.errors import (
     is_connection_failure,
     is_transient,
 )
-from planexec.llm.endpoint import endpoint_of, urls_shown
+from planexec.llm.endpoint import endpoint_of, shown_url, urls_shown
+from planexec.llm.params import shown_params
+from planexec.llm.scripted import ScriptedChatModel
 from planexec.recording import recording_in_use
 from planexec.recording.models import model_call_key
 from planexec.redaction.secrets import secret_values
@@ -333,7 +337,11 @@ async def request_reply(request: Request) -> BaseMessage:
     if recording is None or not recording.models:
         return await _request_reply(request)
     key, identity = model_call_key(
-        request.who, request.base, request.inner, request.messages, request.kwargs
+        request.who,
+        model_identity(request.base, request.inner),
+        request.inner,
+        request.messages,
+        request.kwargs,
     )
     if recording.replaying:
         served: BaseMessage | None = await run_in_thread(
@@ -356,6 +364,45 @@ async def request_reply(request: Request) -> BaseMessage:
         )
         await run_in_thread(keep)
     return reply
+
+
+ENDPOINT_SETTINGS = ("openai_api_base", "base_url", "anthropic_api_url", "api_base", "endpoint")
+"""A model's settings that name the server it calls (the first set one is its endpoint)."""
+
+
+def model_identity(base: object, inner: object) -> dict[str, Any]:
+    """Return what a recording knows a model by: a change of any of it misses the recording.
+
+    Its class; every setting it calls with (its invocation parameters: model name,
+    temperature, ``top_p``, seed, reasoning effort, ``extra_body``...) as a trace shows them,
+    credentials redacted (:func:`planexec.llm.params.shown_params`); the endpoint it calls
+    (:func:`planexec.llm.endpoint.shown_url`); for a :class:`~planexec.llm.scripted.
+    ScriptedChatModel`, the SHA-256 of its script (its replies and how it streams them).
+    """
+    model = base if base is not None else inner
+    identity: dict[str, Any] = {"class": type(model).__name__}
+    if isinstance(model, ScriptedChatModel):
+        script = {
+            "replies": [r.model_dump(mode="json") for r in model.replies],
+            "stream_chunk_chars": model.stream_chunk_chars,
+        }
+        identity["script"] = hashlib.sha256(
+            json.dumps(script, sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+        ).hexdigest()
+        return identity
+    if isinstance(model, BaseChatModel):
+        try:
+            params = dict(model._get_invocation_params(stop=None))
+        except Exception:  # a model that cannot say its settings: its class and endpoint
+            params = {}
+        params.pop("stop", None)  # passed with the call: part of the key already
+        identity["settings"] = shown_params(params)
+    for name in ENDPOINT_SETTINGS:
+        value = getattr(model, name, None)
+        if isinstance(value, str) and value:
+            identity["endpoint"] = shown_url(value)
+            break
+    return identity
 
 
 async def _request_reply(request: Request) -> BaseMessage:

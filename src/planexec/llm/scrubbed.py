@@ -11,7 +11,8 @@ raises or streams one, shows ``[redacted]`` everywhere and nowhere the value.
   model this way). It never streams tokens to callbacks: a secret split across tokens could
   not be recognised, so the ``messages`` stream gets each reply whole, scrubbed (a plan's
   steps are previewed whole, scrubbed, through :mod:`planexec.llm.replystream`).
-* What a traced model run shows of the call is the wrapped model's own (:func:`shown_params`):
+* What a traced model run shows of the call is the wrapped model's own
+  (:func:`planexec.llm.params.shown_params`):
   its ``_type``, model name, settings, bound tools and ``tool_choice`` in ``invocation_params``,
   its provider in the LangSmith metadata, and the reply's finish reason (``generation_info``)
   and ``response_metadata``; scrubbed, and without whatever could hold a credential (headers,
@@ -25,7 +26,6 @@ makes
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import copy_context
@@ -47,9 +47,9 @@ from pydantic import ConfigDict
 
 from planexec.llm import calls as modelcalls
 from planexec.llm.calls import FINISH_KEYS, Limits, Request
-from planexec.llm.endpoint import shown_url
+from planexec.llm.params import shown_params
 from planexec.llm.replystream import current_watcher
-from planexec.redaction.secrets import REDACTED, redact, secret_values
+from planexec.redaction.secrets import redact, secret_values
 from planexec.redaction.untraced import quiet, scrub_exception
 from planexec.spending.budget import check_spending
 
@@ -248,41 +248,3 @@ def _scrubbed_result(reply: BaseMessage, secrets: list[str]) -> ChatResult:
 
 TRACED_AS_OPTIONS = frozenset({"ls_structured_output_format", "structured_output_format"})
 """Bound arguments a chat model's run shows as options, not invocation parameters."""
-CREDENTIAL_NAME = re.compile(
-    r"key|token|secret|password|passwd|credential|auth|header|cookie|dsn|(^|_)pass($|_)",
-    re.IGNORECASE,
-)
-"""A setting whose name says it may hold a credential: its value is never shown."""
-COUNT_NAME = re.compile(r"tokens$|_tokens_|token_(count|limit)s?$", re.IGNORECASE)
-"""A setting named as a count of tokens (``max_tokens``): a number, shown."""
-SCHEMAS = frozenset({"tools", "functions", "response_format"})
-"""Settings that hold JSON schemas: their property names name arguments, not credentials."""
-
-
-def shown_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Return a model's invocation or identifying parameters fit for a trace.
-
-    A setting named as a credential (``api_key``, a ``*_token``, ``default_headers``...) shows
-    as ``[redacted]``, at any depth of the settings (``extra_body``, ``model_kwargs``) but not
-    inside the schemas of :data:`SCHEMAS` (bound tools, a response format); a URL shows without
-    its user, password and query (:func:`planexec.llm.endpoint.shown_url`); every known secret
-    is scrubbed from what is left (:func:`planexec.redaction.secrets.redact`).
-    """
-    shown = {key: value if key in SCHEMAS else _shown(key, value) for key, value in params.items()}
-    result: dict[str, Any] = redact(shown)
-    return result
-
-
-def _shown(key: object, value: Any) -> Any:
-    name = str(key)
-    if CREDENTIAL_NAME.search(name) and not COUNT_NAME.search(name) and value is not None:
-        return value if isinstance(value, bool | int | float) else REDACTED
-    if isinstance(value, dict):
-        return {k: _shown(k, v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_shown(name, v) for v in value]
-    if isinstance(value, str) and "://" in value:
-        return shown_url(value)
-    if isinstance(value, str | bool | int | float) or value is None:
-        return value
-    return f"<{type(value).__name__}>"  # a client, a callable: nothing a trace can re-run

@@ -7,9 +7,10 @@ such a step that acts (a tool with side effects: it writes, sends, deletes) also
 it acted on, those of the steps it depends on directly. Each is shown under its step's label
 as :func:`shown_result` says: a text output as written (a text of several lines indented
 beneath the label), a short value inline, a long or spilled one by its preview and where to
-read it whole; the files a step wrote are named. Results are set apart by a blank line (a chat
-shows each as its own paragraph). The only result's text is the whole answer, as written: an
-executor model's reply, a tool's text.
+read it whole; the files a step wrote are named (a step replayed from a recording wrote none:
+its files are marked not written, and are not the run's ``artifacts``). Results are set
+apart by a blank line (a chat shows each as its own paragraph). The only result's text is the
+whole answer, as written: an executor model's reply, a tool's text.
 """
 
 from __future__ import annotations
@@ -62,6 +63,10 @@ def _artifacts(
                 made.append(path)
     return made
 
+
+NOT_WRITTEN = "(replayed: not written)"
+"""Said after each file a replayed step names (:mod:`planexec.recording`): its tool did not run,
+so the file is not the run's: it is left out of ``artifacts`` and marked so in the answer."""
 
 INLINE_VALUE_CHARS = 300
 """Longest value (as compact JSON) the answer shows whole; a longer one by its preview."""
@@ -124,14 +129,17 @@ def shown_result(
 ) -> str:
     """Return how the answer shows one result step, under its label.
 
-    The files it wrote, named; a text output as written (after the label if one line, indented
-    beneath it if several; with no label when it is the ``alone`` result: then it is the
-    answer); a short value inline (compact JSON); a longer one, or one spilled to a file, by
-    its preview and where to read it whole.
+    The files it wrote, named (a replayed step's each marked :data:`NOT_WRITTEN`); a text
+    output as written (after the label if one line, indented beneath it if several; with no
+    label when it is the ``alone`` result: then it is the answer); a short value inline
+    (compact JSON); a longer one, or one spilled to a file, by its preview and where to read
+    it whole.
     """
     about = " ".join(step["description"].split())
     label = f"Step {step['id']} ({about if len(about) <= 80 else about[:79] + '…'})"
     output, spilled = record.get("output"), record.get("output_file")
+    if made and record.get("replayed"):  # served from a recording: its tool did not run
+        return f"{label} replayed: {', '.join(f'{p} {NOT_WRITTEN}' for p in made)}"
     if made:
         return f"{label} wrote {', '.join(made)}"
     if isinstance(output, str) and output.strip():
@@ -205,10 +213,10 @@ def final_result(
         for s in steps
         if status_of[s["id"]] != "succeeded"
     ]
-    artifacts = [
+    artifacts = [  # the files this run wrote: a replayed step's were not (planexec.recording)
         a
         for s in steps
-        if status_of[s["id"]] == "succeeded"
+        if status_of[s["id"]] == "succeeded" and not records[record_key(s["id"])].get("replayed")
         for a in _artifacts(s, records[record_key(s["id"])], outputs, tools)
     ]
     succeeded = {sid for sid, status in status_of.items() if status == "succeeded"}

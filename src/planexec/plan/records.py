@@ -124,6 +124,8 @@ def to_record(result: StepOutcome, digest: str, *, judged_retry: bool) -> StepRe
         record["output_file"] = result["output_file"]
     if result.get("refused_calls"):
         record["refused_calls"] = result["refused_calls"]
+    if result.get("replayed"):
+        record["replayed"] = True
     if judged_retry:
         record["judged_retry"] = True
     return record

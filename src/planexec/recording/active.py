@@ -27,10 +27,11 @@ def recording_in_use() -> Recording | None:
 
 @contextlib.contextmanager
 def using(recording: Recording | None) -> Iterator[None]:
-    """Make ``recording`` the one the calls made in this context use (None: leave it as is)."""
-    if recording is None:
-        yield
-        return
+    """Make ``recording`` the one the calls made in this context use (None: live calls).
+
+    None too replaces the recording in use: a graph built without a recording, run from a
+    tool of a recorded (or replayed) graph, never records into or replays from that one's.
+    """
     token = _ACTIVE.set(recording)
     try:
         yield

@@ -5,9 +5,10 @@ call's arguments sorted, so the same calls give the same bytes and a change read
 diff. A name from a call (a tool's or a
 role's) becomes a folder name that stays inside the recording's folder. A file is written to a
 temporary file beside it and renamed into place, so readers and concurrent writers only ever
-see whole files. Reading refuses, with an error naming the file, a file that is not valid JSON,
-is larger than :data:`MAX_FILE_BYTES`, is not a regular file, or lies (through a link)
-outside the recording's folder.
+see whole files. Reading refuses, with an error naming the file, a file that is not valid JSON
+(or gives a key twice: a reviewer would read one value, a replay serve another), is larger
+than :data:`MAX_FILE_BYTES`, is not a regular file, or lies (through a link) outside the
+recording's folder.
 """
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def inside(root: Path, path: Path) -> Path:
 def write_file(root: Path, path: Path, value: Any) -> None:
     """Write ``value`` to ``path`` (below ``root``) whole: a temporary file renamed into place."""
     try:
+        inside(root, _nearest_existing(path.parent))  # no folder made outside root, ever
         path.parent.mkdir(parents=True, exist_ok=True)
         folder = inside(root, path.parent)
         fd, temporary = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
@@ -100,6 +102,27 @@ def write_file(root: Path, path: Path, value: Any) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise RecordingError(f"cannot write recording {path}: {exc}") from None
+
+
+def _nearest_existing(path: Path) -> Path:
+    """Return ``path`` or its nearest ancestor that exists (a link counts, even a broken one)."""
+    while not (path.exists() or path.is_symlink()) and path.parent != path:
+        path = path.parent
+    return path
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Return an object's pairs as a dict; raise for a key given twice (which one counts?)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKeyError(f"duplicate key {key!r}")
+        seen[key] = value
+    return seen
 
 
 def read_file(root: Path, path: Path) -> Any:
@@ -121,7 +144,7 @@ def read_file(root: Path, path: Path) -> Any:
     if len(raw) > MAX_FILE_BYTES:
         raise RecordingError(f"recording {path} grew past {MAX_FILE_BYTES} bytes: refused")
     try:
-        return json.loads(raw.decode("utf-8"))
+        return json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         said = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise RecordingError(f"recording {path} is not valid JSON: {said}") from None

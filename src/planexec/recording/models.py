@@ -1,7 +1,8 @@
 """A model call as a recording keys it, and a reply as a recording keeps it.
 
-The key is the SHA-256 of the call's role, the model's identity (its class and what LangSmith
-names it by: provider, model name, temperature, token limit), the messages (type, content,
+The key is the SHA-256 of the call's role, the model's identity (its class, every setting it
+calls with, scrubbed, and its endpoint; a scripted model's script: see
+:func:`planexec.llm.calls.model_identity`), the messages (type, content,
 name, tool calls, the tool call answered; not their ids, which are new on every run) and what
 is bound to the model (tools, tool choice, structured output) or passed to it (``stop``).
 """
@@ -23,7 +24,6 @@ from pydantic import BaseModel
 
 from planexec.recording.files import digest
 
-IDENTITY_KEYS = ("ls_provider", "ls_model_name", "ls_temperature", "ls_max_tokens")
 MAX_ASKED_CHARS = 2000
 """Most characters of the request's last message kept in a model recording, for a reviewer."""
 
@@ -48,19 +48,6 @@ def plain(value: Any) -> Any:
     return type(value).__qualname__
 
 
-def model_identity(base: object, inner: object) -> dict[str, Any]:
-    """Return a model's identity: its class and the parameters LangSmith names it by."""
-    model = base if base is not None else inner
-    identity: dict[str, Any] = {"class": type(model).__name__}
-    try:
-        params = model._get_ls_params()  # type: ignore[attr-defined]
-    except Exception:  # a model without LangSmith parameters: its class alone
-        params = {}
-    if isinstance(params, dict):
-        identity |= {k: plain(params[k]) for k in IDENTITY_KEYS if params.get(k) is not None}
-    return identity
-
-
 def _message(message: BaseMessage) -> dict[str, Any]:
     shown: dict[str, Any] = {"type": message.type, "content": plain(message.content)}
     if message.name:
@@ -76,10 +63,18 @@ def _message(message: BaseMessage) -> dict[str, Any]:
 
 
 def model_call_key(
-    role: str, base: object, inner: object, messages: list[BaseMessage], kwargs: dict[str, Any]
+    role: str,
+    identity: dict[str, Any],
+    inner: object,
+    messages: list[BaseMessage],
+    kwargs: dict[str, Any],
 ) -> tuple[str, dict[str, Any]]:
-    """Return a model call's key (a hex digest) and the model's identity."""
-    identity = model_identity(base, inner)
+    """Return a model call's key (a hex digest) and the model's identity as JSON data.
+
+    ``identity`` is the caller's (:func:`planexec.llm.calls.model_identity`): this package
+    does not know models, only what a call is made of.
+    """
+    identity = plain(identity)
     bound = inner.kwargs if isinstance(inner, RunnableBinding) else {}
     material = {
         "role": role,

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypedDict, get_args
+from typing import Any, Literal, TypedDict, cast, get_args
 
 from langchain_core.messages import BaseMessage
 
 from planexec.errors import ConfigurationError, ToolError, TransientToolError
 from planexec.recording import files
-from planexec.recording.files import RecordingError, digest, safe_name, sorted_json
+from planexec.recording.arguments import ToolCall, tool_call
+from planexec.recording.files import RecordingError, safe_name, sorted_json
 from planexec.recording.models import asked, reply_data, reply_of
 from planexec.recording.nearest import nearest, said
 from planexec.recording.shapes import (
@@ -22,7 +24,7 @@ from planexec.recording.shapes import (
     tool_record,
 )
 from planexec.redaction.secrets import redact, secret_values
-from planexec.storage.storable import to_storable
+from planexec.storage.storable import UnstorableValueError, to_storable
 
 Mode = Literal["record", "replay"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -57,11 +59,14 @@ class Recording:
 
     ``mode="record"``: every tool call of a step (a tool step's, or an executor model's) is
     kept after it returns, as planexec returns it (scrubbed of secrets), keyed by the tool's
-    name and its resolved arguments; a failure is kept too, unless the same call has a
-    recorded output. ``mode="replay"``: a call is served from the folder without calling the
-    tool; a call with no recording fails its step, naming the arguments that differ from the
-    nearest recording of its tool. ``models``: record model replies too, and in a replay serve
-    them when one was recorded for the very same call (else the model is called).
+    name and its resolved arguments (typed JSON: ``1`` and ``True`` are two calls; an argument
+    changed to be kept, a secret or a NaN, is marked: :mod:`planexec.recording.arguments`); a
+    failure is kept too, unless the same call has a recorded output. ``mode="replay"``: a call
+    is served from the folder without calling the tool (two files of one call are refused); a
+    call with no recording fails its step, naming the arguments that differ from the nearest
+    recording of its tool. ``models``: record model replies too, and in a replay serve them
+    when one was recorded for the very same call and model (its settings, endpoint or script:
+    :func:`planexec.llm.calls.model_identity`), else the model is called.
 
     Give it to :func:`planexec.build_graph` (``recording=``); it is the operator's choice, never
     a run's context. Files: ``folder/steps/<tool>/<sha>.json`` and
@@ -85,7 +90,9 @@ class Recording:
         self.folder = path.resolve()
         self.mode: Mode = mode
         self.models = models
+        self._parent: Recording | None = None
         self._lock = threading.Lock()
+        self._indexes: dict[Path, _Index] = {}  # a replay's tool folders, read once
         self._stats = RecordingStats(
             tool_calls_recorded=0,
             tool_calls_replayed=0,
@@ -135,82 +142,129 @@ class Recording:
         """Count one event of ``what`` (a key of :class:`RecordingStats`)."""
         with self._lock:
             self._stats[what] += 1  # type: ignore[literal-required]
+        if self._parent is not None:
+            self._parent.count(what)
+
+    def part(self, name: str) -> Recording:
+        """Return the recording of one part of the work (an evaluation's example): a subfolder.
+
+        It is ``folder/<name>`` (:func:`~planexec.recording.files.safe_name`), in the same mode
+        and with the same ``models``; what it does also counts in this recording's
+        :attr:`stats`. Replaying, the subfolder must exist (ConfigurationError naming it).
+        """
+        child = Recording(self.folder / safe_name(name), self.mode, models=self.models)
+        child._parent = self
+        return child
 
     # --- tools ---------------------------------------------------------------------------
 
-    def _tool_call(
-        self, tool: str, args: dict[str, Any], secrets: list[str]
-    ) -> tuple[str, dict[str, Any], Path]:
-        """Return a call's tool name and arguments as recorded (scrubbed), and its file."""
-        known = _secrets(secrets)
-        name = str(redact(tool, known))
-        shown = sorted_json(redact(to_storable(args), known))
-        key = digest({"tool": name, "args": shown})
-        return name, shown, self.folder / "steps" / safe_name(name) / f"{key}.json"
+    def _tool_call(self, tool: str, args: dict[str, Any], secrets: list[str]) -> ToolCall:
+        """Return a call as recorded: its tool and arguments scrubbed, what changed, its file."""
+        return tool_call(self.folder, tool, args, _secrets(secrets))
 
     def keep_tool(
         self, tool: str, args: dict[str, Any], output: Any, *, secrets: list[str]
     ) -> None:
         """Record a tool call's output (as the step returned it), replacing any earlier one."""
-        name, shown, path = self._tool_call(tool, args, secrets)
-        record = ToolRecord(args=shown, output=to_storable(output), tool=name)  # sorted keys
+        call = self._tool_call(tool, args, secrets)
+        record = _tool_doc(call, output=to_storable(output))
         with self._lock:  # not between a failure's check and its write
-            files.write_file(self.folder, path, _scrubbed(record, secrets))
+            files.write_file(self.folder, call.path, _scrubbed(record, secrets))
         self.count("tool_calls_recorded")
 
     def keep_tool_failure(
         self, tool: str, args: dict[str, Any], message: str, *, transient: bool, secrets: list[str]
     ) -> None:
         """Record a tool call's failure, unless the same call has a recorded output."""
-        name, shown, path = self._tool_call(tool, args, secrets)
-        failure = FailureDoc(message=str(message), transient=transient)
-        record = ToolRecord(args=shown, error=failure, tool=name)  # sorted keys
+        call = self._tool_call(tool, args, secrets)
+        record = _tool_doc(call, error=FailureDoc(message=str(message), transient=transient))
         with self._lock:
-            if path.is_file():
+            if call.path.is_file():
                 try:
-                    if "output" in tool_record(files.read_file(self.folder, path), path):
+                    if "output" in tool_record(files.read_file(self.folder, call.path), call.path):
                         return  # a success is never replaced by a failure
                 except RecordingError:
                     pass  # a broken file is replaced
-            files.write_file(self.folder, path, _scrubbed(record, secrets))
+            files.write_file(self.folder, call.path, _scrubbed(record, secrets))
         self.count("tool_calls_recorded")
 
     def replay_tool(self, tool: str, args: dict[str, Any], *, secrets: list[str]) -> Any:
         """Return a call's recorded output, or raise its recorded failure.
 
-        Raises :class:`NoRecordingError` when the call was not recorded, and
-        :class:`RecordingError` for a recording that cannot be read (naming its file).
+        Only where the value comes from: the caller checks and scrubs it as it would a live
+        output (:func:`planexec.execution.calls.call_tool`). Raises :class:`NoRecordingError`
+        when the call was not recorded, and :class:`RecordingError` for a recording that
+        cannot be used (naming its file): the call's own file broken, two files of the same
+        call, an output that cannot be stored.
         """
-        name, shown, path = self._tool_call(tool, args, secrets)
-        record = self._tool_file(path) if path.exists() or path.is_symlink() else None
-        if record is None or record["tool"] != name or record["args"] != shown:
-            record = self._find(path.parent, name, shown)
+        call = self._tool_call(tool, args, secrets)
+        if call.path.exists() or call.path.is_symlink():
+            self._tool_file(call.path)  # the call's own file, broken: said, not skipped
+        record, path = self._find(call)
         if "error" in record:
             failure = record["error"]
             kind = RecordedTransientFailure if failure["transient"] else RecordedToolFailure
             self.count("tool_calls_replayed")
             raise kind(failure["message"])
+        try:
+            output = to_storable(record["output"])  # a file edited by hand: NaN, a NUL...
+        except UnstorableValueError as exc:
+            raise RecordingError(f"recording {path}: the output cannot be stored: {exc}") from None
         self.count("tool_calls_replayed")
-        return to_storable(record["output"])  # a file edited by hand may hold NaN, a NUL...
+        return output
 
     def _tool_file(self, path: Path) -> ToolRecord:
         return tool_record(files.read_file(self.folder, path), path)
 
-    def _find(self, folder: Path, name: str, args: dict[str, Any]) -> ToolRecord:
-        """Return the recording of this call in ``folder``, whatever its file's name.
+    def _index(self, folder: Path) -> _Index:
+        """Return the recorded calls of one tool's folder, read once (the files a replay uses)."""
+        with self._lock:
+            known = self._indexes.get(folder)
+            if known is not None:
+                return known
+            index = _Index()
+            for path in files.json_files(self.folder, folder):
+                try:
+                    record = self._tool_file(path)
+                except RecordingError as exc:
+                    index.skipped.append(
+                        f"{path.name} ({str(exc).removeprefix(f'recording {path} ')})"
+                    )
+                    continue
+                index.calls.append(
+                    (path, record["tool"], record["args"], record.get("changed", []))
+                )
+            self._indexes[folder] = index
+            return index
+
+    def _find(self, call: ToolCall) -> tuple[ToolRecord, Path]:
+        """Return the recording of this call (whatever its file's name) and its file.
 
         A file edited by hand keeps its old name. Raises naming the nearest recording's
-        differences when there is none.
+        differences (and any file skipped) when there is none, and naming both files when two
+        hold the same call.
         """
-        recorded = map(self._tool_file, files.json_files(self.folder, folder))
-        same_tool = [r for r in recorded if r["tool"] == name]
-        for record in same_tool:
-            if record["args"] == args:
-                return record
+        index = self._index(call.path.parent)
+        same_tool = [(p, a, c) for p, name, a, c in index.calls if name == call.tool]
+        found = [p for p, a, c in same_tool if call.same(a, c)]
+        if len(found) > 1:
+            raise RecordingError(
+                f"recordings {' and '.join(map(str, found[:2]))} hold the same call of "
+                f"{call.tool}: keep one"
+            )
+        if found:
+            return self._tool_file(found[0]), found[0]
         self.count("tool_calls_missing")
+        skipped = (
+            f" (skipped {_n(len(index.skipped), 'unreadable file')}: "
+            f"{'; '.join(index.skipped[:3])})"
+            if index.skipped
+            else ""
+        )
         if not same_tool:
-            raise NoRecordingError(f"no recording of tool {name}")
-        raise NoRecordingError(said(name, nearest([r["args"] for r in same_tool], args)))
+            raise NoRecordingError(f"no recording of tool {call.tool}{skipped}")
+        diffs = nearest([(a, c) for _, a, c in same_tool], call.args, call.changed)
+        raise NoRecordingError(said(call.tool, diffs) + skipped)
 
     # --- models --------------------------------------------------------------------------
 
@@ -253,6 +307,22 @@ class Recording:
         )
         files.write_file(self.folder, self._model_file(role, key), _scrubbed(record, secrets))
         self.count("model_replies_recorded")
+
+
+@dataclass
+class _Index:
+    """A tool folder's recorded calls (file, tool, arguments, changed paths) and skipped files."""
+
+    calls: list[tuple[Path, str, dict[str, Any], list[str]]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def _tool_doc(call: ToolCall, **outcome: Any) -> ToolRecord:
+    """Return a call's record: its keys sorted, ``changed`` only when an argument was."""
+    record: dict[str, Any] = {"args": call.args, **outcome, "tool": call.tool}
+    if call.changed:
+        record["changed"] = call.changed
+    return cast(ToolRecord, dict(sorted(record.items())))
 
 
 def _n(count: int, one: str, many: str | None = None) -> str:

@@ -1,7 +1,8 @@
 """The shapes of a recording's files, and their checking when read.
 
 ``DIR/steps/<tool>/<sha>.json`` (:class:`ToolRecord`): ``{"tool", "args", "output"}``, or
-``{"tool", "args", "error": {"message", "transient"}}`` for a recorded failure.
+``{"tool", "args", "error": {"message", "transient"}}`` for a recorded failure; ``"changed"``
+lists the arguments changed to be kept, if any.
 ``DIR/models/<role>/<sha>.json`` (:class:`ModelRecord`): ``{"role", "model", "asked",
 "reply"}``. ``<sha>`` is the SHA-256 of the call's key (:mod:`planexec.recording.files`).
 """
@@ -36,6 +37,10 @@ class ToolRecord(TypedDict):
     args: dict[str, Any]
     output: NotRequired[Any]
     error: NotRequired[FailureDoc]
+    changed: NotRequired[list[str]]
+    """The argument paths whose value was changed to be kept (a secret replaced, a huge integer
+    made text, a NUL, a NaN): a call matches only with the same changes
+    (:mod:`planexec.recording.arguments`)."""
 
 
 @with_config(_STRICT)
@@ -44,7 +49,7 @@ class ModelRecord(TypedDict):
 
     role: str
     model: dict[str, Any]
-    """The model's identity (its class, provider, name and settings LangSmith names)."""
+    """The model's identity: its class, its settings (scrubbed), its endpoint, or its script."""
     asked: str
     """The last message of the request (cut), for a reviewer: the key hashes all of it."""
     reply: dict[str, Any]

@@ -27,7 +27,7 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 
-from planexec.state import Identity
+from planexec.state import Identity, IdentitySource
 
 CALLER_KEY = "planexec_caller"
 """The configurable key a local caller (the CLI, a Python program) names itself with."""
@@ -142,4 +142,15 @@ def _caller(caller: object) -> Identity | None:
     name = caller.get("id")
     if not isinstance(name, str) or not name.strip() or not _fits(name.strip()):
         return None
-    return Identity(id=name.strip(), source="cli" if caller.get("source") == "cli" else "python")
+    return Identity(id=name.strip(), source=_local_source(name.strip(), caller.get("source")))
+
+
+def _local_source(name: str, said: object) -> IdentitySource:
+    """Return the source a local caller names: ``cli``, ``policy`` or ``python``.
+
+    ``policy`` only for a ``policy:`` id (a program deciding by rule: ``planexec eval``); never
+    ``server``.
+    """
+    if said == "cli":
+        return "cli"
+    return "policy" if said == "policy" and name.startswith("policy:") else "python"
