@@ -410,3 +410,103 @@ def test_a_models_credentials_never_reach_a_trace(ctx):
         )
         for held in HELD:
             assert held not in seen, (run.name, held)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_steps_started_while_the_plan_streams_are_tagged_too(use_models, ctx, mode):
+    # approval "never": the planner node starts the steps as their lines stream, not the executor
+    use_models(planner=scripted(plan_reply(PLAN)))
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), approval="never")
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": f"streamed-{mode}"}, "callbacks": [recorder]}
+    run_ctx = ctx(approval="never")
+    if mode == "sync":
+        out = graph.invoke({"task": "t"}, config, context=run_ctx)
+    else:
+        out = asyncio.run(graph.ainvoke({"task": "t"}, config, context=run_ctx))
+    assert out["final"]["status"] == "succeeded"
+    tasks = [run for run in recorder.runs if run.name == "run_step"]
+    assert len(tasks) == 2
+    assert {recorder_parent(recorder, run) for run in tasks} == {"planner"}
+    for run in tasks:
+        tagged = [t for t in run.tags or [] if t.startswith("planexec:step:")]
+        assert tagged == [f"planexec:step:{run.inputs['step']['id']}"], run.tags
+        assert run.extra["metadata"]["planexec_step"] == run.inputs["step"]["id"]
+        assert run.extra["metadata"]["planexec_plan_version"] == 1
+
+
+def recorder_parent(recorder: Recorder, run: Any) -> str | None:
+    """The name of the run's parent run among those recorded."""
+    parents = [r.name for r in recorder.runs if r.id == run.parent_run_id]
+    return parents[0] if parents else None
+
+
+ODD = (
+    "odd-ls-pass-1",
+    "odd-sig-2",
+    "odd-jwt-3",
+    "odd-bearer-4",
+    "odd-sas-5",
+    "odd-cert-6",
+    "odd-private-7",
+    "odd-neutral-bearer-8",
+    "odd-basic-9",
+    "odd-url-pass-10",
+    "odd-url-query-11",
+)
+JWT = (
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFubmVyIn0.c2lnbmF0dXJlLW9mLXRoZS1qd3Qtb2RkLTEy"
+)
+"""A JSON Web Token (header.payload.signature): a credential whatever it is named."""
+
+
+class OddModel(HoldingModel):
+    """A custom model whose settings and LangSmith metadata hold credentials in odd places."""
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {
+            "model": "odd-1",
+            "max_tokens": 64,
+            "max_completion_tokens": 32,
+            "extra_body": {"sig": ODD[1], "jwt": ODD[2], "sas": {"sig": ODD[4]}},
+            "bearer": ODD[3],
+            "client_cert": ODD[5],
+            "private_key_path": ODD[6],
+            "note": f"Bearer {ODD[7]}",
+            "fallback": f"Basic {ODD[8]}",
+            "opaque": JWT,
+            "mirror": f"https://user:{ODD[9]}@mirror.example/v1",
+            "signed": f"https://blob.example/x?sv=1&sig={ODD[10]}",
+        }
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        return {
+            **params,
+            "ls_provider": "odd",
+            "ls_model_name": f"https://user:{ODD[0]}@models.example/odd-1",
+        }
+
+
+def test_odd_credentials_in_a_models_settings_and_metadata_never_reach_a_trace(ctx):
+    model = OddModel(replies=[plan_reply(PLAN)])
+    graph = build_graph(
+        checkpointer=InMemorySaver(), tools=ToolRegistry([echo]), models={"planner": model}
+    )
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": "odd"}, "callbacks": [recorder]}
+    graph.invoke({"task": "t"}, config, context=ctx())
+    (run,) = [run for run in recorder.runs if run.run_type == "llm"]
+    params = run.extra["invocation_params"]
+    assert params["model"] == "odd-1"
+    assert (params["max_tokens"], params["max_completion_tokens"]) == (64, 32)
+    assert run.extra["metadata"]["ls_provider"] == "odd"
+    assert run.extra["metadata"]["ls_model_name"] == "https://models.example/odd-1"
+    for run in recorder.runs:
+        seen = json.dumps(
+            [run.inputs, run.outputs, run.error, run.serialized, run.extra, run.events],
+            default=str,
+        )
+        for held in (*ODD, JWT):
+            assert held not in seen, (run.name, held)

@@ -28,17 +28,6 @@ DatasetArg = Annotated[
                    help="A JSONL file (one example a line), or the name of a LangSmith dataset "
                    "when LANGSMITH_API_KEY is set."),
 ]  # fmt: skip
-RecordOption = Annotated[
-    Path | None,
-    typer.Option("--record", metavar="DIR",
-                 help="Record each step's output (and model reply) in DIR while running."),
-]  # fmt: skip
-ReplayOption = Annotated[
-    Path | None,
-    typer.Option("--replay", metavar="DIR",
-                 help="Serve steps (and model replies) recorded in DIR: no tool is called; a "
-                 "step with no recording fails, naming the arguments that differ."),
-]  # fmt: skip
 MemoryOption = Annotated[
     bool,
     typer.Option("--memory", help="Let plan memory reuse the approved plans of earlier "
@@ -88,8 +77,8 @@ JudgeEvalOption = Annotated[
 
 def eval_command(
     dataset: DatasetArg,
-    record: RecordOption = None,
-    replay: ReplayOption = None,
+    record: o.RecordOption = None,
+    replay: o.ReplayOption = None,
     mcp: o.McpOption = None,
     tools: o.ToolsOption = None,
     planner_model: o.Model = None,
@@ -277,20 +266,10 @@ def _examples(request: EvalRequest) -> list[EvalExample]:
 
 
 def _recording(request: EvalRequest) -> Any:
-    from planexec.cli.guard import UserError
+    """Return the recording ``--record``/``--replay`` ask for (``run``'s rules), or None."""
+    from planexec.cli.actions import Recorded
 
-    if request.record is not None and request.replay is not None:
-        raise UserError("give --record DIR or --replay DIR, not both")
-    if request.record is None and request.replay is None:
-        return None
-    from planexec.recording import Recording
-
-    if request.replay is not None:
-        if not request.replay.is_dir():
-            raise UserError(f"--replay {request.replay}: no such folder of recordings")
-        return Recording(request.replay, "replay")
-    assert request.record is not None
-    return Recording(request.record, "record")
+    return Recorded(request.record, request.replay).open()
 
 
 MARKS = {1: ("✔", "green"), 0: ("✘", "red"), None: ("·", "dim")}
