@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planexec.cli import app
+from planexec.recording.recorder import part_name
 from tests.helpers import EXAMPLES
 
 EVAL = EXAMPLES / "eval"
@@ -216,7 +217,8 @@ def test_tools_come_as_run_takes_them_and_keep_the_planners_names(tmp_path: Path
     args = ["--mcp", str(mcp), "--record", str(tmp_path / "rec")]
     code, output = evaluate(*args, planner=planner, dataset=dataset)
     assert code == 0, output
-    assert (tmp_path / "rec" / "1" / "steps").is_dir()  # the example's own: its id, "1"
+    (own,) = (tmp_path / "rec").iterdir()  # the example's own (no id: named by its inputs)
+    assert own.name.startswith("inputs-") and (own / "steps").is_dir()
     code, output = evaluate(
         "--mcp", str(mcp), "--replay", str(tmp_path / "rec"), planner=planner, dataset=dataset
     )
@@ -266,10 +268,32 @@ def test_each_example_replays_its_own_recording(tmp_path: Path, monkeypatch) -> 
     planner = scripted(tmp_path, plan_reply("Load file A", load), plan_reply("Load file B", load))
     recorded = tmp_path / "rec"
     live = report_of(dataset, planner, "--record", str(recorded))
-    assert sorted(p.name for p in recorded.iterdir()) == ["A", "B"]
+    assert sorted(p.name for p in recorded.iterdir()) == [part_name("A"), part_name("B")]
     replayed = report_of(dataset, planner, "--replay", str(recorded))
     for done in (live, replayed):
         assert [e["passed"] for e in done["examples"]] == [True, True], done["examples"]
+    assert replayed["recording"]["tool_calls_replayed"] == 2
+
+
+def test_examples_without_ids_keep_their_recordings_when_lines_move(tmp_path, monkeypatch):
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    rows = []
+    for name, count in (("A", 2), ("B", 3)):
+        (tmp_path / name).mkdir()
+        lines = "".join(f"2025-01-0{i + 1},{10 * (i + 1)}\n" for i in range(count))
+        (tmp_path / name / "sales.csv").write_text("date,revenue\n" + lines)
+        rows.append({"inputs": {"task": "Load the file", "data": [f"{name}/sales.csv"]},
+                     "outputs": {"facts": [f'"rows": {count}']}})  # fmt: skip
+    dataset = tmp_path / "ds.jsonl"
+    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    load = {"load_csv": "sales.csv"}
+    planner = scripted(tmp_path, plan_reply("Load the file", load), plan_reply("Load", load))
+    recorded = tmp_path / "rec"
+    live = report_of(dataset, planner, "--record", str(recorded))
+    assert [e["passed"] for e in live["examples"]] == [True, True], live["examples"]
+    dataset.write_text("\n" + "".join(json.dumps(r) + "\n" for r in reversed(rows)))  # moved
+    replayed = report_of(dataset, planner, "--replay", str(recorded))
+    assert [e["passed"] for e in replayed["examples"]] == [True, True], replayed["examples"]
     assert replayed["recording"]["tool_calls_replayed"] == 2
 
 
@@ -420,3 +444,14 @@ def test_langsmith_errors_on_upload_are_one_line_and_exit_2(tmp_path: Path, monk
     assert done.exit_code == 2, done.output
     assert "LangSmith" in done.output and "401" in done.output
     assert "Traceback" not in done.output and "more" not in done.output
+
+
+def test_a_replay_missing_an_examples_recording_is_refused_before_anything_runs(tmp_path):
+    code, output = evaluate("--replay", str(tmp_path), planner=PLANNER)
+    assert code == 2, output
+    assert "no recording of example(s) trend-report, revenue-by-product, monthly-chart" in output
+
+
+def test_plan_memory_with_a_recording_runs_the_examples_one_at_a_time(tmp_path):
+    code, output = evaluate("--memory", "--record", str(tmp_path / "rec"), planner=PLANNER)
+    assert code == 2 and "--max-concurrency 1" in output, output

@@ -26,6 +26,7 @@ from typing_extensions import TypedDict
 from planexec import Recording, build_graph
 from planexec.cli import app
 from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
+from planexec.nodes.finalizer import NOT_WRITTEN, REPLAYED
 from planexec.tools import ToolRegistry, default_registry
 from tests import leaky
 from tests.helpers import DEMO, calls, count, echo, plan_of, plan_reply, step, text_reply, thread
@@ -519,8 +520,34 @@ def test_a_replayed_step_is_marked_and_its_files_are_not_claimed(tmp_path):
     assert replayed["steps"]["1"]["replayed"] is True
     final = replayed["final"]
     assert final["artifacts"] == []  # files this run did not write are not its artifacts
-    assert "out/r.md (replayed: not written)" in final["answer"]
+    assert "out/r.md" in final["answer"] and NOT_WRITTEN in final["answer"]
     assert any(m.get("planexec_replayed") is True for m in seen), seen
+
+
+def send_mail(to: str) -> dict[str, Any]:
+    """Send a mail (a side effect that names no file)."""
+    return {"sent": True, "to": to}
+
+
+def mail_tool() -> Any:
+    from langchain_core.tools import StructuredTool
+
+    made = StructuredTool.from_function(send_mail)
+    made.metadata = {"side_effects": True}
+    return made
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_the_answer_says_which_results_were_replayed_not_done(tmp_path, steps):
+    folder = tmp_path / "rec"
+    plan = [{"send_mail": {"to": "a@example.com"}}]
+    if steps == 2:
+        plan.append({"send_mail": {"to": "b@example.com"}})
+    live, _ = go(tmp_path, [mail_tool()], plan, Recording(folder, "record"), workspace="one")
+    assert REPLAYED not in live["final"]["answer"]
+    replayed, _ = go(tmp_path, [mail_tool()], plan, Recording(folder, "replay"), workspace="two")
+    answer = replayed["final"]["answer"]
+    assert answer.count(REPLAYED) == steps, answer  # each replayed result says so
 
 
 def test_a_replayed_file_path_must_lie_in_the_workspace(tmp_path):

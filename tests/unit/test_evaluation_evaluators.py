@@ -214,6 +214,11 @@ def test_examples_are_planned_afresh_unless_memory_is_asked(tmp_path) -> None:
         ("\ufb01sh", "fish", True),  # a ligature (NFKC)
         ("1,000,000", "1000000.000", True),
         ("1.50", "price 1.5", True),
+        ("5", "3-5 items", True),  # a range, not a negative number
+        ("2024", "from 2023-2024", True),
+        ("7", "the values 3,5,7", True),  # a list of numbers
+        ("-5", "10-5", False),  # a subtraction, not minus five
+        ("5", "at 10:05", False),  # a leading zero is kept: not the number 5
     ],
 )
 def test_facts_match_whole_numbers_only(fact: str, answer: str, found: bool) -> None:

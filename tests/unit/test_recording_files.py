@@ -288,3 +288,25 @@ def test_two_files_of_the_same_call_are_refused_naming_both(tmp_path):
     with pytest.raises(RecordingError) as caught:
         replay(tmp_path, "t", {"a": 1})
     assert str(file) in str(caught.value) and str(copy) in str(caught.value)
+
+
+def test_parts_never_share_a_folder_whatever_the_case_or_a_crafted_name(tmp_path):
+    from planexec.recording.recorder import part_name
+
+    names = ["Sales", "sales", "x y", "x_y-887fcea6a803", ".", "..", "a" * 300, "trend-report"]
+    folders = [part_name(n) for n in names]
+    assert len({f.lower() for f in folders}) == len(names), folders  # a case-blind disk too
+    assert part_name("trend-report") == "trend-report"  # a plain id is its folder
+    assert all("/" not in f and f not in {".", ".."} for f in folders)
+
+
+def test_a_part_that_is_a_link_out_of_the_recording_is_refused(tmp_path):
+    from planexec.errors import ConfigurationError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = Recording(tmp_path / "rec", "record")
+    (tmp_path / "rec" / "ex").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ConfigurationError, match="link"):
+        root.part("ex")
+    assert list(outside.iterdir()) == []

@@ -172,6 +172,7 @@ async def evaluate(request: EvalRequest, out: Console, as_json: bool) -> int:
     if not thresholds:
         thresholds = [parse_threshold("min", "pass_rate=1", keys)]
     recording = _recording(request)
+    _check_recordings(request, recording, examples)
     evaluators: list[Any] = list(DEFAULT_EVALUATORS)
     if request.judge:
         evaluators.append(llm_judge(request.options.get("evaluator_model")))
@@ -263,6 +264,38 @@ def _examples(request: EvalRequest) -> list[EvalExample]:
         return langsmith_dataset(request.dataset, data_dir=request.data_dir)
     except DatasetError as exc:
         raise UserError(str(exc)) from None
+
+
+def _check_recordings(request: EvalRequest, recording: Any, examples: list[EvalExample]) -> None:
+    """Refuse, before anything runs, a recording that cannot serve the examples as asked.
+
+    A replay must hold every example's recording; with plan memory, examples run one at a
+    time (an example may reuse the plan of one run before it: the order must not change).
+    """
+    from planexec.cli.guard import UserError
+    from planexec.evaluation.target import example_name
+    from planexec.recording.recorder import part_name
+
+    if recording is None:
+        return
+    if request.memory and request.max_concurrency > 1:
+        raise UserError(
+            "--memory with --record or --replay needs --max-concurrency 1: with plan memory an "
+            "example may reuse the plan of one run before it, so the order must be the same"
+        )
+    if recording.replaying:
+        missing = [
+            e.id for e in examples
+            if not (recording.folder / part_name(example_name(e.inputs_dict()))).is_dir()
+        ]  # fmt: skip
+        if missing:
+            shown = ", ".join(missing[:5]) + (
+                f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            )
+            raise UserError(
+                f"--replay {recording.folder}: no recording of example(s) {shown}: record them "
+                "with --record (an example without an id is known by its task, context and data)"
+            )
 
 
 def _recording(request: EvalRequest) -> Any:

@@ -166,13 +166,17 @@ class EvalExample:
     outputs: Expectations
     data: list[Path]
     metadata: Mapping[str, Any]
+    named: bool = True
+    """Whether the dataset gave the id (else it is the line's number, which moves)."""
 
     def inputs_dict(self) -> dict[str, Any]:
         """Return the inputs as ``langsmith.evaluate`` passes them to the target.
 
-        ``id`` names the example's recording (``Recording.part``) in :class:`EvalTarget`.
+        ``id``, when the dataset gave one, names the example's recording (``Recording.part``)
+        in :class:`EvalTarget`; a line's number does not (lines move): the inputs name it.
         """
-        return {"id": self.id, "task": self.inputs.task, "data": [str(p) for p in self.data],
+        given = {"id": self.id} if self.named else {}
+        return {**given, "task": self.inputs.task, "data": [str(p) for p in self.data],
                 "context": dict(self.inputs.context)}  # fmt: skip
 
     def outputs_dict(self) -> dict[str, Any]:
@@ -292,7 +296,7 @@ def _example(
         except ValueError as exc:
             raise DatasetError(f"{where}: inputs.data.{index}: {exc}") from None
     ident = line.id if line.id is not None else str(number)
-    return EvalExample(ident, line.inputs, line.outputs, files, line.metadata)
+    return EvalExample(ident, line.inputs, line.outputs, files, line.metadata, line.id is not None)
 
 
 def data_file(name: str, folder: Path | None) -> Path:

@@ -191,6 +191,8 @@ def normalised(text: str) -> str:
 
     def plain(match: re.Match[str]) -> str:
         written = match.group()
+        if re.match(r"-?0\d", written):  # "05", "007": a code or a time's minutes, kept
+            return written
         digits = written.replace(",", "")
         if "," in written and not re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?(e[+-]?\d+)?", written):
             return written  # a list of numbers ("1,2,3"), not one number
@@ -209,15 +211,17 @@ def _appears(fact: str, text: str) -> bool:
     """Say whether ``fact`` appears in ``text`` as whole words and whole numbers.
 
     ``89732`` is not in ``897325``, ``3`` not in ``3.5`` (nor ``897325`` in ``897325.75``),
-    ``5`` not in ``-5`` or ``2.5``: a number is not followed by ``.``/``,`` and a digit, and
-    not preceded by a minus or a digit and ``.``/``,``.
+    ``5`` not in ``-5`` or ``2.5``, ``-5`` not in ``10-5``; ``5`` is in ``3-5`` (a range) and
+    ``7`` in ``3,5,7`` (:func:`normalised` has taken thousands separators out already).
     """
     start = r"(?<!\w)" if fact[:1].isalnum() else ""
-    if fact[:1].isdigit():
-        start += r"(?<!-)(?<!\d[.,])"
+    if fact[:1].isdigit():  # not after a minus sign (a range's "3-5" is fine), nor decimals
+        start += r"(?<!(?<!\w)-)(?<!\d\.)"
+    if fact[:1] == "-":  # a minus sign, not a subtraction ("10-5")
+        start += r"(?<![\w.])"
     end = r"(?!\w)" if fact[-1:].isalnum() else ""
-    if fact[-1:].isdigit():
-        end += r"(?![.,]\d)"
+    if fact[-1:].isdigit():  # not before decimals (commas left between digits are lists)
+        end += r"(?!\.\d)"
     return re.search(start + re.escape(fact) + end, text) is not None
 
 

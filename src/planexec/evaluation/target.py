@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import logging
 import shutil
 import tempfile
 import time
@@ -46,6 +47,8 @@ from planexec.tools import ToolRegistry, ToolsLike
 
 if TYPE_CHECKING:
     from planexec.recording import Recording
+
+logger = logging.getLogger(__name__)
 
 RAN = frozenset({"succeeded", "failed"})
 """Step statuses of a step that ran (skipped and pending ones did not)."""
@@ -169,6 +172,8 @@ class EvalTarget:
             yield folder
         finally:
             shutil.rmtree(folder, ignore_errors=True)
+            if folder.exists():  # a tool left something it may not remove (a read-only folder)
+                logger.warning("could not remove the example's temporary workspace %s", folder)
 
     def _prepared(self, inputs: Mapping[str, Any], root: Path) -> tuple[PlanexecGraph, RunRequest]:
         thread_id = str(uuid.uuid4())
@@ -203,11 +208,21 @@ class EvalTarget:
 
 
 def example_name(inputs: Mapping[str, Any]) -> str:
-    """Return the name of an example's recording: its ``id``, else one made from its inputs."""
+    """Return the name of an example's recording: its ``id``, else one made from its inputs.
+
+    Made from the task, the context and each data file's name and content (not its path: a
+    recording replays in another checkout), so an example keeps its recording wherever its line
+    moves, and two examples with different data never share one.
+    """
     given = inputs.get("id")
     if isinstance(given, str) and given:
         return given
-    shown = json.dumps({k: v for k, v in inputs.items() if k != "id"}, sort_keys=True, default=str)
+    data = [
+        [Path(p).name, hashlib.sha256(Path(p).read_bytes()).hexdigest()]
+        for p in inputs.get("data") or []
+    ]
+    made = {"task": inputs.get("task"), "context": inputs.get("context") or {}, "data": data}
+    shown = json.dumps(made, sort_keys=True, default=str)
     return "inputs-" + hashlib.sha256(shown.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 

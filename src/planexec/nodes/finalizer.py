@@ -64,9 +64,12 @@ def _artifacts(
     return made
 
 
-NOT_WRITTEN = "(replayed: not written)"
-"""Said after each file a replayed step names (:mod:`planexec.recording`): its tool did not run,
-so the file is not the run's: it is left out of ``artifacts`` and marked so in the answer."""
+REPLAYED = "[replayed from a recording: its tool did not run]"
+"""Said of each result a replayed step gave (:mod:`planexec.recording`): what it did (a mail
+sent, a row written) was not done by this run."""
+NOT_WRITTEN = "(not written)"
+"""Said after each file a replayed step names: the file is not the run's, so it is left out of
+``artifacts`` and marked so in the answer."""
 
 INLINE_VALUE_CHARS = 300
 """Longest value (as compact JSON) the answer shows whole; a longer one by its preview."""
@@ -138,8 +141,10 @@ def shown_result(
     about = " ".join(step["description"].split())
     label = f"Step {step['id']} ({about if len(about) <= 80 else about[:79] + '…'})"
     output, spilled = record.get("output"), record.get("output_file")
-    if made and record.get("replayed"):  # served from a recording: its tool did not run
-        return f"{label} replayed: {', '.join(f'{p} {NOT_WRITTEN}' for p in made)}"
+    if record.get("replayed"):  # served from a recording: its tool did not run
+        if made:
+            return f"{label} {REPLAYED}: {', '.join(f'{p} {NOT_WRITTEN}' for p in made)}"
+        label, alone = f"{label} {REPLAYED}", False  # never shown as the plain answer
     if made:
         return f"{label} wrote {', '.join(made)}"
     if isinstance(output, str) and output.strip():

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,11 +150,16 @@ class Recording:
     def part(self, name: str) -> Recording:
         """Return the recording of one part of the work (an evaluation's example): a subfolder.
 
-        It is ``folder/<name>`` (:func:`~planexec.recording.files.safe_name`), in the same mode
+        It is ``folder/<name>`` (:func:`part_name`; never a link), in the same mode
         and with the same ``models``; what it does also counts in this recording's
         :attr:`stats`. Replaying, the subfolder must exist (ConfigurationError naming it).
         """
-        child = Recording(self.folder / safe_name(name), self.mode, models=self.models)
+        folder = self.folder / part_name(name)
+        if folder.is_symlink() or (
+            folder.exists() and not folder.resolve().is_relative_to(self.folder)
+        ):
+            raise ConfigurationError(f"recording folder {folder} is a link: refused")
+        child = Recording(folder, self.mode, models=self.models)
         child._parent = self
         return child
 
@@ -337,3 +344,20 @@ def _secrets(given: list[str]) -> list[str]:
 def _scrubbed(record: Any, secrets: list[str]) -> Any:
     """Return ``record`` with every secret replaced: the one check before anything is written."""
     return redact(record, _secrets(secrets))
+
+
+_PLAIN_PART = re.compile(r"[a-z0-9][a-z0-9_.-]{0,99}")
+
+
+def part_name(name: str) -> str:
+    """Return the folder name of a part: ``name`` if lower-case letters, digits and ``_.-``.
+
+    Any other name (capitals, spaces, dots alone, too long) gets its safe characters, in lower
+    case, and ``+`` and a hash of the name: two names never share a folder, on a file system that
+    ignores case too, and no plain name can be written as another's hashed one (``+`` is never
+    in a plain name).
+    """
+    if _PLAIN_PART.fullmatch(name) and name not in {".", ".."}:
+        return name
+    slug = re.sub(r"[^a-z0-9_.-]+", "_", name.lower()).strip("._")[:60] or "_"
+    return f"{slug}+{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
