@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,7 @@ from planexec.context import Context, context_from_dict, context_of, run_context
 from planexec.errors import PlanexecError
 from planexec.nodes.conversation import input_task
 from planexec.plan import Plan, to_doc
-from planexec.redaction.secrets import redact
+from planexec.redaction.secrets import redact, secret_values
 from planexec.state import InputState, OutputState, PlanDoc, State
 from planexec.storage.outputs import output_of
 from planexec.storage.storable import text_size, unstorable_reason
@@ -75,9 +76,7 @@ def check_input(value: Any, *, nested: bool = False) -> Any:
             )
         if value.resume is not None:
             _check_storable(value.resume, "the resume answer")
-            # an answer's text (feedback, a reason, who answers) holds no secret past here:
-            # not in the checkpoint, the run's trace, a model's prompt, nor LangSmith feedback
-            value = dataclasses.replace(value, resume=redact(value.resume))
+            value = dataclasses.replace(value, resume=without_secrets(value.resume))
         if value.update is not None:
             update = _check_edit(value.update, "the command's state update")
             return dataclasses.replace(value, update=update)
@@ -135,6 +134,54 @@ def check_updates(
     ]
 
 
+def without_secrets(value: Any) -> Any:
+    r"""Return what a caller sent (an answer, a state edit) with every known secret redacted.
+
+    The one place secrets are taken out of what comes in through ``Command(resume=...)``,
+    ``Command(update=...)`` and ``update_state``: past here nothing a caller sent holds one,
+    not the checkpoint, the run's trace, a model's prompt, nor LangSmith feedback. Text that
+    is JSON (a whole answer, an edited field Agent Chat UI sends as its text) is read too, at
+    any depth, since a secret can be written escaped there (``\u0074ok-…``): where its
+    decoded value held a secret, the text is that value redacted, written as JSON again
+    (text that held none is kept as it was). :func:`~planexec.redaction.secrets.redact`
+    does the rest (keys, values, lists, at any depth).
+    """
+    known = secret_values()
+    if not known:
+        return value
+    try:
+        return _without_secrets(value, known)
+    except RecursionError:  # too deep to walk: refused as unstorable before it gets here
+        return redact(value, known)
+
+
+def _without_secrets(value: Any, known: list[str]) -> Any:
+    if isinstance(value, str):
+        return _text_without_secrets(value, known)
+    if isinstance(value, dict):
+        return {_without_secrets(k, known): _without_secrets(v, known) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_secrets(v, known) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_without_secrets(v, known) for v in value)
+    return redact(value, known)
+
+
+def _text_without_secrets(text: str, known: list[str]) -> str:
+    """Return ``text`` redacted; JSON text's decoded value redacted, written as JSON again."""
+    plain: str = redact(text, known)
+    if not text.lstrip().startswith(("{", "[", '"')):  # JSON text that can hold text
+        return plain
+    try:
+        decoded = json.loads(text)
+    except (ValueError, RecursionError):  # not JSON: text
+        return plain
+    cleaned = _without_secrets(decoded, known)
+    if cleaned == decoded:
+        return plain
+    return json.dumps(cleaned, ensure_ascii=False)
+
+
 def _check_edit(values: Any, what: str) -> dict[str, Any] | None:
     if values is None:
         return None
@@ -159,6 +206,7 @@ def _check_edit(values: Any, what: str) -> dict[str, Any] | None:
     for key in ("task", "feedback"):
         if len(values.get(key) or "") > MAX_TASK_CHARS:
             raise InvalidInputError(f"{what}: '{key}' is longer than {MAX_TASK_CHARS:,} characters")
+    values = without_secrets(values)  # as an answer's (:func:`without_secrets`)
     if "plan" in values and values["plan"] is not None:
         return {**values, "plan": canonical_plan(values["plan"], what)}
     return dict(values)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import uuid
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -11,7 +14,8 @@ from langgraph.types import Command
 from planexec import build_graph
 from planexec.admission import InvalidInputError
 from planexec.tools import ToolRegistry
-from tests.helpers import echo, plan_of, plan_reply, scripted, step, thread
+from tests.helpers import always_fails, echo, plan_of, plan_reply, scripted, step, thread
+from tests.integration.test_tracing import Recorder
 
 TOOLS = ToolRegistry([echo])
 
@@ -128,3 +132,108 @@ def test_oversized_inputs_answers_and_edits_are_refused(send, use_models, ctx):
         assert "at most 20,000" in out["__interrupt__"][0].value["error"]
     after = graph.get_state(config)
     assert after.values["plan"] == before.values["plan"] and after.next == ("approval",)
+
+
+TOKEN = "tok-SERVICE-0987654321"
+ESCAPED = "".join(f"\\u{ord(c):04x}" for c in TOKEN[:3]) + TOKEN[3:]
+"""The secret as JSON text may write it: escaped, so the raw text does not hold it."""
+FAILING = plan_of({**step(1, "always_fails", {"reason": "x"}), "on_failure": "ask"})
+
+
+def secret_kept(graph: Any, saver: InMemorySaver, recorder: Any, config: Any) -> list[str]:
+    """Where the secret is: the thread's state, its checkpoints, the run's trace."""
+    found = []
+    if TOKEN in json.dumps(graph.get_state(config).values, default=str):
+        found.append("state")
+    if TOKEN.encode() in repr((saver.storage, saver.writes, saver.blobs)).encode():
+        found.append("checkpoint")
+    for run in recorder.runs:
+        if TOKEN in json.dumps([run.inputs, run.outputs, run.error], default=str):
+            found.append(f"trace ({run.name})")
+    return found
+
+
+def reject_text() -> str:
+    return '{"action": "reject", "feedback": "shorter, not ' + ESCAPED + '"}'
+
+
+def edit_steps_text(plan: dict[str, Any]) -> dict[str, Any]:
+    steps = '[{"id": 1, "tool": "echo", "args": {"text": "' + ESCAPED + '"}}]'
+    edited = {"name": "run_plan", "args": {"goal": plan["goal"], "steps": steps}}
+    return {"decisions": [{"type": "edit", "edited_action": edited}]}
+
+
+def failure_args_text(_: Any) -> dict[str, Any]:
+    args = '{"reason": "' + ESCAPED + '"}'
+    edited = {"name": "retry_failed_step", "args": {"args": args}}
+    return {"decisions": [{"type": "edit", "edited_action": edited}]}
+
+
+ANSWERS = {
+    "reject feedback": (GOOD, lambda plan: reject_text()),
+    "edit as text, its steps as text in it": (GOOD, lambda plan: json.dumps(edit_steps_text(plan))),
+    "edited steps": (GOOD, edit_steps_text),
+    "failure args": (FAILING, failure_args_text),
+}
+
+
+@pytest.mark.parametrize("kind", list(ANSWERS))
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_secret_in_an_answer_sent_as_json_text_is_kept_nowhere(
+    kind, mode, use_models, ctx, monkeypatch
+):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    plan, answer_to = ANSWERS[kind]
+    use_models(planner=scripted(plan_reply(plan), plan_reply(GOOD)))
+    saver = InMemorySaver()
+    graph = build_graph(checkpointer=saver, tools=ToolRegistry([echo, always_fails]))
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}, "callbacks": [recorder]}
+    run_ctx = ctx(max_replans=1, retry_initial_interval=0.0)
+    first: dict[str, Any] = {"action": "approve"}
+
+    async def arun() -> dict[str, Any]:
+        out = await graph.ainvoke({"task": "t"}, config, context=run_ctx)
+        if plan is FAILING:
+            out = await graph.ainvoke(Command(resume=first), config, context=run_ctx)
+        answer = answer_to(out["__interrupt__"][0].value.get("plan"))
+        assert TOKEN not in json.dumps(answer)
+        return await graph.ainvoke(Command(resume=answer), config, context=run_ctx)
+
+    def run() -> dict[str, Any]:
+        out = graph.invoke({"task": "t"}, config, context=run_ctx)
+        if plan is FAILING:
+            out = graph.invoke(Command(resume=first), config, context=run_ctx)
+        answer = answer_to(out["__interrupt__"][0].value.get("plan"))
+        assert TOKEN not in json.dumps(answer)
+        return graph.invoke(Command(resume=answer), config, context=run_ctx)
+
+    out = asyncio.run(arun()) if mode == "async" else run()
+    decisions = graph.get_state(config).values["decisions"]
+    assert decisions[-1]["action"] != "refused", decisions[-1]  # the answer was taken
+    assert secret_kept(graph, saver, recorder, config) == [], out
+    assert "[redacted]" in json.dumps(graph.get_state(config).values, default=str)
+
+
+@pytest.mark.parametrize("how", ["update_state", "command", "aupdate_state"])
+def test_a_secret_in_a_state_edit_is_kept_nowhere(how, use_models, ctx, monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", TOKEN)
+    use_models(planner=scripted(plan_reply(GOOD), plan_reply(GOOD)))
+    saver = InMemorySaver()
+    graph = build_graph(checkpointer=saver, tools=TOOLS)
+    recorder = Recorder()
+    config = {"configurable": {"thread_id": str(uuid.uuid4())}, "callbacks": [recorder]}
+    graph.invoke({"task": "t"}, config, context=ctx())
+    edit = {"feedback": f"shorter, not {TOKEN}", "task": f"t with {ESCAPED}"}
+    if how == "update_state":
+        graph.update_state(config, edit)
+        graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    elif how == "aupdate_state":
+        asyncio.run(graph.aupdate_state(config, edit))
+        graph.invoke(Command(resume={"action": "approve"}), config, context=ctx())
+    else:
+        graph.invoke(Command(resume={"action": "approve"}, update=edit), config, context=ctx())
+    values = graph.get_state(config).values
+    assert values["feedback"] == "shorter, not [redacted]"
+    assert values["task"] == f"t with {ESCAPED}"  # not JSON text: kept as written
+    assert secret_kept(graph, saver, recorder, config) == []

@@ -118,6 +118,29 @@ def run():
     return out
 
 
+if mode == "slow":  # a slow endpoint: how long each decision's node took, then no waiting
+    import os, time
+    from langchain_core.callbacks import BaseCallbackHandler
+
+    class Timed(BaseCallbackHandler):
+        started, took = {}, []
+
+        def on_chain_start(self, serialized, inputs, *, run_id, **kw):
+            if kw.get("name") in ("approval", "failure_review"):
+                self.started[run_id] = time.monotonic()
+
+        def on_chain_end(self, outputs, *, run_id, **kw):
+            if run_id in self.started:
+                self.took.append(time.monotonic() - self.started.pop(run_id))
+
+        on_chain_error = on_chain_end
+
+    config["callbacks"] = [Timed()]
+    out = run()
+    print(json.dumps([{"action": "took", "seconds": t} for t in Timed.took]), flush=True)
+    os._exit(0)  # langsmith's drain at exit would wait for the endpoint
+
+
 if mode == "quiet":  # tracing turned off around the graph, as an evaluation does
     from langsmith import tracing_context
 
@@ -200,10 +223,12 @@ def traced(
     info: dict[str, Any] = INFO,
     tracing: bool = True,
     down: bool = False,
+    info_delay: float = 0,
 ) -> Received:
     """Run a scenario with LangSmith tracing on (or off) against a loopback endpoint.
 
-    ``down``: the endpoint is a port nobody listens on.
+    ``down``: the endpoint is a port nobody listens on; ``info_delay``: seconds ``/info``
+    takes to answer.
     """
     received = Received()
     lock = threading.Lock()
@@ -212,6 +237,8 @@ def traced(
         def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length) if length else b""
+            if self.path.startswith("/info"):
+                time.sleep(info_delay)
             with lock:
                 take(received, self.path, self.headers, decoded(self.headers, body))
             self.send_response(200)
@@ -252,7 +279,7 @@ def traced(
             timeout=120,
         )
         assert done.returncode == 0, done.stderr
-        if not down:
+        if not down and not info_delay:
             assert "Warning" not in done.stderr, done.stderr  # LangSmith's among them
     finally:
         server.shutdown()
@@ -405,3 +432,14 @@ def test_an_endpoint_that_is_down_neither_fails_nor_holds_the_run(tmp_path):
     got = traced("failure", "sync", tmp_path, info=OLD_INFO, down=True)
     assert [d["action"] for d in got.decisions] == ["approve", "refused", "cancel"]
     assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize(
+    ("scenario", "down"), [("policy", False), ("approve", False), ("failure", True)]
+)
+def test_a_slow_or_down_endpoint_never_holds_up_a_decision(tmp_path, scenario, down):
+    # /info answers in 60 s (or nobody listens): the decision's node makes no request itself
+    got = traced(scenario, "slow", tmp_path, info_delay=60, down=down)
+    took = [d["seconds"] for d in got.decisions]
+    assert took, "no decision was timed"
+    assert max(took) < 1, took

@@ -427,7 +427,7 @@ def test_steps_started_while_the_plan_streams_are_tagged_too(use_models, ctx, mo
     assert out["final"]["status"] == "succeeded"
     tasks = [run for run in recorder.runs if run.name == "run_step"]
     assert len(tasks) == 2
-    assert {recorder_parent(recorder, run) for run in tasks} == {"planner"}
+    assert {recorder_parent(recorder, run) for run in tasks} == {"plan"}  # the planner node
     for run in tasks:
         tagged = [t for t in run.tags or [] if t.startswith("planexec:step:")]
         assert tagged == [f"planexec:step:{run.inputs['step']['id']}"], run.tags
@@ -454,9 +454,7 @@ ODD = (
     "odd-url-pass-10",
     "odd-url-query-11",
 )
-JWT = (
-    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFubmVyIn0.c2lnbmF0dXJlLW9mLXRoZS1qd3Qtb2RkLTEy"
-)
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbGFubmVyIn0.c2lnbmF0dXJlLW9mLXRoZS1qd3Qtb2RkLTEy"
 """A JSON Web Token (header.payload.signature): a credential whatever it is named."""
 
 

@@ -173,3 +173,39 @@ def test_masking_long_text_takes_linear_time(text):
     url_passwords(text)
     assert time.perf_counter() - started < 3.0  # linear: milliseconds; quadratic: minutes
     assert target.getvalue().count("\n") == 1
+
+
+def test_model_settings_named_or_shaped_as_credentials_are_never_shown():
+    from planexec.llm.params import shown_params
+
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"
+    shown = shown_params(
+        {
+            "model": "m-1",
+            "max_tokens": 64,
+            "max_completion_tokens": 32,
+            "sig": "s1",
+            "signature": "s2",
+            "jwt": "s3",
+            "bearer": "s4",
+            "sas": "s5",
+            "client_cert": "s6",
+            "private_key": "s7",
+            "x_sig": "s8",
+            "db_pwd": "s9",
+            "session_id": "s10",
+            "note": "Bearer abc.def",
+            "basic": "basic dXNlcjpwdw==",
+            "opaque": f"token is {jwt}",
+            "design": "plain",
+            "signal": "plain",
+            "url": "https://u:pw@host.example/v1?sig=abc",
+        }
+    )
+    assert (shown["model"], shown["max_tokens"], shown["max_completion_tokens"]) == ("m-1", 64, 32)
+    for name in ("sig", "signature", "jwt", "bearer", "sas", "client_cert", "private_key",
+                 "db_pwd", "session_id"):  # fmt: skip
+        assert shown[name] == "[redacted]", name
+    assert shown["x_sig"] == shown["note"] == shown["basic"] == shown["opaque"] == "[redacted]"
+    assert shown["design"] == shown["signal"] == "plain"  # "sig" is a word, not a part of one
+    assert shown["url"] == "https://host.example/v1"

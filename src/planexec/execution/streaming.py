@@ -70,8 +70,10 @@ from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox
 
-StepTask = Callable[[StepDoc], StepFuture]
-"""The durable step task to call (the executor node's ``run_step`` or ``arun_step``)."""
+StepTask = Callable[[StepDoc, int], StepFuture]
+"""How a step's durable task is called, given the step and its plan's version: the executor
+node's :func:`~planexec.nodes.executor.step_task` (``run_step`` or ``arun_step``, the run
+tagged with its step)."""
 
 
 def _hold_place(step_id: int) -> None:
@@ -273,7 +275,7 @@ class StreamingRound:
         if write is not None:
             event = {"event": "plan_step_started", "by": self.by, "index": position}
             write({**event, "step": step["id"]})
-        future = self.call(step)
+        future = self.call(step, self.round.plan["version"])
         future.add_done_callback(publisher(self.round.gate, step))
         self.calls.append((step, future))
 

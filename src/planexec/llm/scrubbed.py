@@ -135,10 +135,15 @@ class ScrubbedChatModel(BaseChatModel):
         return type(base).__name__ if base is not None else type(self.inner).__name__
 
     def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        """Return the wrapped model's LangSmith metadata (provider, model name...), scrubbed.
+
+        As its settings are (:func:`~planexec.llm.params.shown_params`): a model name that is
+        a URL shows without its user, password and query.
+        """
         base = self._base()
         if base is None:
             return super()._get_ls_params(stop=stop, **kwargs)
-        return base._get_ls_params(stop=stop, **{**self._bound(), **kwargs})
+        return shown_params(dict(base._get_ls_params(stop=stop, **{**self._bound(), **kwargs})))
 
     def bind_tools(
         self,

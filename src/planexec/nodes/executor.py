@@ -60,13 +60,16 @@ run_step = task(_run_step)
 arun_step = task(_arun_step)
 
 
-def step_task(sync_run: bool) -> Callable[[StepDoc], StepFuture]:
-    """Return the durable step task a run calls: ``run_step`` on sync runs, else ``arun_step``.
+def step_task(sync_run: bool) -> Callable[[StepDoc, int], StepFuture]:
+    """Return the one way a run calls a step's durable task: ``call(step, plan_version)``.
 
-    LangGraph runs a sync run's tasks on its threads (a sync body) and an async run's on its
-    loop (an async body); both bodies run the same step (:func:`run_step_async`).
+    ``run_step`` on sync runs, else ``arun_step`` (LangGraph runs a sync run's tasks on its
+    threads, an async run's on its loop; both bodies run the same step:
+    :func:`run_step_async`), always called through :func:`tagged_call`, so that every step's
+    run is tagged with its step, whoever starts it (the executor, or the planner and
+    replanner while the plan streams).
     """
-    return run_step if sync_run else arun_step
+    return partial(tagged_call, run_step if sync_run else arun_step)
 
 
 def tagged_call(
@@ -157,7 +160,7 @@ async def execute(
     call = step_task(sync_run)
     version = round_.plan["version"]
     with running(round_):  # the tasks' context: they take only their step as argument
-        futures = [tagged_call(call, step, version) for step in to_run]  # plan order: stable ids
+        futures = [call(step, version) for step in to_run]  # plan order: stable ids
         for step, fut in zip(to_run, futures, strict=True):
             fut.add_done_callback(publisher(round_.gate, step))
         await all_ended(futures, round_)  # if the run is stopped, so are its steps

@@ -25,12 +25,14 @@ The feedback goes on the trace's root run (``run_id == trace_id``): LangSmith's 
 filters and monitoring charts read root runs' feedback; the node's own run is named in
 ``extra["node_run_id"]``. It is sent with the tracer's own client (same endpoint, key and
 project), with ``trace_id``, so the client queues it with the runs and sends it from its
-background ingest: no request on the node. A server that does not batch feedback (older than
-LangSmith 0.8.10, or none answered the client's ``/info``) gets a ``POST /feedback`` made on a
-thread of its own; a deployment that finds runs only within their project (SmithDB) gets the
-project's id, asked once per process. Nothing here ever fails a run: an error is logged and
-dropped. No tracer, or tracing turned off around the graph (``tracing_context(enabled=False)``),
-sends nothing.
+background ingest. No request is ever made on the node (a slow or unreachable endpoint never
+holds up a run): the feedback is queued there only when the client already knows the server
+batches feedback (LangSmith 0.8.10 or later, in the ``/info`` it asked for when it started
+sending runs); otherwise (an older server, no answer yet, or none) everything is sent from a
+thread of its own: the ``/info`` question, a ``POST /feedback``, and, for a deployment that
+finds runs only within their project (SmithDB), the project's id (asked once per process).
+Nothing here ever fails a run: an error is logged and dropped. No tracer, or tracing turned
+off around the graph (``tracing_context(enabled=False)``), sends nothing.
 """
 
 from __future__ import annotations
@@ -175,27 +177,52 @@ def _send(
         fields["address"] = node_run.address
     elif node_run.session_id is not None:
         fields["session_id"] = node_run.session_id
-    client = tracer.client
-    if not _batches(client):  # a request of its own (an old server, or none answered): not here
-        _in_background(partial(client.create_feedback, **fields))
-        return
+    project = node_run.session_name or tracer.project_name
+    send = partial(_deliver, tracer.client, fields, project)
+    if _batches(tracer.client):  # queued: sent with the runs, in the background
+        send(on_node=True)
+    else:  # a request of its own, or the server not known yet: never on the node
+        _in_background(partial(send, on_node=False))
+
+
+def _deliver(client: Client, fields: dict[str, Any], project: str | None, *, on_node: bool) -> None:
+    """Give the feedback to ``client``; ``on_node``: only where that makes no request here."""
     try:
-        client.create_feedback(**fields)  # queued: sent with the runs, in the background
+        client.create_feedback(**fields)
     except ValueError:  # a deployment that finds runs only within their project (SmithDB)
-        project = node_run.session_name or tracer.project_name
         if not project or "address" in fields or "session_id" in fields:
             raise
-        client.create_feedback(**fields, session_id=_project_id(client, project))
+        known = _known_project_id(client, project)
+        if known is None and on_node:  # asking for it is a request: not on the node
+            _in_background(partial(_deliver, client, fields, project, on_node=False))
+            return
+        session = known if known is not None else _project_id(client, project)
+        client.create_feedback(**fields, session_id=session)
 
 
 def _batches(client: Client) -> bool:
-    """Tell whether ``client`` sends feedback given a trace id in its background batches.
+    """Tell whether ``client`` is known to send feedback with a trace id in its batches.
 
-    It does when the server said it is LangSmith 0.8.10 or later (its ``/info``, which the
-    client asked once, when it started tracing).
+    It is when the server said it is LangSmith 0.8.10 or later taking multipart batches, in
+    the ``/info`` the client has already asked for (it does when it starts sending runs), and
+    the client sends runs from a background queue (as :meth:`Client.create_feedback` decides).
+    Never asks itself: when the answer is not there yet, this says no and the feedback goes
+    from a thread of its own.
     """
-    version = client.info.version
-    return bool(version) and is_version_greater_or_equal(version, BATCHED_SINCE)
+    info = getattr(client, "_info", None)  # what it knows, without asking (``client.info`` asks)
+    version = getattr(info, "version", None)
+    multipart = (getattr(info, "batch_ingest_config", None) or {}).get(
+        "use_multipart_endpoint", True
+    )
+    queued = client.tracing_queue is not None or client.compressed_traces is not None
+    return (
+        bool(version)
+        and is_version_greater_or_equal(str(version), BATCHED_SINCE)
+        and bool(multipart)
+        and not getattr(client, "_multipart_disabled", False)
+        and queued
+        and getattr(client, "otel_exporter", None) is None
+    )
 
 
 def _in_background(send: Callable[[], object]) -> None:
@@ -213,15 +240,19 @@ def _in_background(send: Callable[[], object]) -> None:
     threading.Thread(target=run, name="planexec-feedback").start()
 
 
+def _known_project_id(client: Client, project: str) -> uuid.UUID | None:
+    """Return the id of the project named ``project`` if it was asked for already."""
+    with _PROJECT_IDS_LOCK:
+        return _PROJECT_IDS.get((client.api_url, project))
+
+
 def _project_id(client: Client, project: str) -> uuid.UUID:
     """Return the id of the project named ``project``: asked once per process and endpoint."""
-    key = (client.api_url, project)
-    with _PROJECT_IDS_LOCK:
-        known = _PROJECT_IDS.get(key)
+    known = _known_project_id(client, project)
     if known is None:
         known = client.read_project(project_name=project).id
         with _PROJECT_IDS_LOCK:
-            _PROJECT_IDS[key] = known
+            _PROJECT_IDS[(client.api_url, project)] = known
     return known
 
 
