@@ -9,6 +9,7 @@ outputs as a live run, and a changed argument reported at its step. Offline thro
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 
 from planexec.cli import app
 from planexec.recording.recorder import part_name
-from tests.helpers import EXAMPLES
+from tests.helpers import DEMO, EXAMPLES
 
 EVAL = EXAMPLES / "eval"
 DATASET = EVAL / "sales.jsonl"
@@ -455,3 +456,45 @@ def test_a_replay_missing_an_examples_recording_is_refused_before_anything_runs(
 def test_plan_memory_with_a_recording_runs_the_examples_one_at_a_time(tmp_path):
     code, output = evaluate("--memory", "--record", str(tmp_path / "rec"), planner=PLANNER)
     assert code == 2 and "--max-concurrency 1" in output, output
+
+
+DATASET_ID = "11111111-1111-4111-8111-111111111111"
+EXPERIMENT_ID = "44444444-4444-4444-8444-444444444444"
+STAMP = "2026-01-01T00:00:00"
+
+
+def test_upload_records_an_experiment_of_a_langsmith_dataset(tmp_path, monkeypatch) -> None:
+    from tests.langsmith_sink import Received, serve_langsmith
+
+    row = json.loads(DATASET.read_text().splitlines()[1])  # revenue-by-product
+    example = {"id": "33333333-3333-4333-8333-333333333333", "dataset_id": DATASET_ID,
+               "inputs": {**row["inputs"], "data": ["sales.csv"]}, "outputs": row["outputs"],
+               "created_at": STAMP, "modified_at": STAMP, "metadata": {}}  # fmt: skip
+    dataset = {"id": DATASET_ID, "name": "team-set", "created_at": STAMP, "modified_at": STAMP,
+               "tenant_id": "22222222-2222-4222-8222-222222222222", "data_type": "kv"}  # fmt: skip
+
+    def experiment(body: dict[str, Any]) -> dict[str, Any]:
+        return {"id": EXPERIMENT_ID, "name": body.get("name", "x"), "start_time": STAMP,
+                "tenant_id": dataset["tenant_id"],
+                "reference_dataset_id": body.get("reference_dataset_id")}  # fmt: skip
+
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(DEMO / "sales.csv", data_dir)
+    got = Received()
+    answers = {("GET", "/datasets"): [dataset], ("GET", "/examples"): [example],
+               ("POST", "/sessions"): experiment, ("PATCH", "/sessions"): experiment}  # fmt: skip
+    with serve_langsmith(got, answers=answers) as url:
+        monkeypatch.setenv("LANGSMITH_API_KEY", "lsv2-fake-key-123")
+        monkeypatch.setenv("LANGSMITH_ENDPOINT", url)
+        monkeypatch.delenv("LANGSMITH_TRACING", raising=False)
+        args = ["--upload", "--data-dir", str(data_dir), "--workspace", str(tmp_path / "ws")]
+        code, output = evaluate(*args, "--json", dataset="team-set")
+    assert code == 0, output
+    report = json.JSONDecoder().raw_decode(output[output.index("{\n") :])[0]
+    assert report["totals"]["pass_rate"] == 1.0, report["examples"]
+    assert any(p.startswith("/sessions") for p in got.paths), got.paths  # the experiment
+    evaluated = [r for r in got.runs.values() if r.get("reference_example_id")]
+    assert evaluated and evaluated[0]["session_name"].startswith("planexec"), got.paths
+    scored = {f.get("key") for f in got.feedback}  # each evaluator's score, on its run
+    assert {"trajectory", "answer_facts", "final_status"} <= scored, scored

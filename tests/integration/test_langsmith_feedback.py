@@ -3,46 +3,31 @@
 Each run is a subprocess with LangSmith tracing on, against a loopback endpoint that answers
 ``/info`` as LangSmith does (zstd-compressed multipart ingest: feedback travels as a
 ``feedback.<id>`` part), or as an older server (feedback is ``POST /feedback``). What arrives is
-decoded (zstd, gzip), split into its runs and feedback, and checked field by field.
+decoded (zstd, gzip), split into its runs and feedback (:mod:`tests.langsmith_sink`), and checked
+field by field.
 """
 
 from __future__ import annotations
 
-import email.parser
-import email.policy
-import gzip
-import http.server
 import json
-import os
-import subprocess
-import sys
-import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
-import zstandard
 
 from tests import leaky
-from tests.helpers import ROOT
-from tests.servers import free_port
+from tests.langsmith_sink import (
+    INFO,
+    OLD_INFO,
+    TRACING_OFF,
+    Received,
+    down_endpoint,
+    run_traced,
+    serve_langsmith,
+)
 
-INFO = {
-    "version": "0.12.33",
-    "instance_flags": {"zstd_compression_enabled": True},
-    "batch_ingest_config": {
-        "use_multipart_endpoint": True,
-        "size_limit_bytes": 20_971_520,
-        "size_limit": 100,
-        "scale_up_nthreads_limit": 16,
-        "scale_up_qsize_trigger": 1000,
-        "scale_down_nempty_trigger": 4,
-    },
-}
-"""What LangSmith's ``/info`` says: runs and feedback go in compressed multipart batches."""
-OLD_INFO: dict[str, Any] = {}
-"""A server that says nothing of itself: feedback goes as ``POST /feedback``."""
 SMITHDB_INFO = {
     **INFO,
     "instance_flags": {
@@ -155,150 +140,50 @@ print(json.dumps(out["decisions"]))
 
 
 @dataclass
-class Received:
-    """What the endpoint got: runs (their main parts) and feedback, decoded; every body, raw."""
+class Got(Received):
+    """What the endpoint got, and the decisions the run's thread recorded (its last line)."""
 
-    runs: list[dict[str, Any]] = field(default_factory=list)
-    feedback: list[dict[str, Any]] = field(default_factory=list)
-    bodies: list[bytes] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
-
-    def ours(self, key: str) -> list[dict[str, Any]]:
-        return [f for f in self.feedback if f.get("key") == key]
-
-    def run(self, run_id: str) -> dict[str, Any]:
-        found = [r for r in self.runs if r.get("id") == run_id]
-        assert found, f"no run {run_id} was sent"
-        merged: dict[str, Any] = {}
-        for r in found:  # its post, then its patch
-            merged.update({k: v for k, v in r.items() if v is not None})
-        return merged
-
-
-def decoded(headers: Any, body: bytes) -> bytes:
-    """The body as sent before compression (zstd or gzip, by its content-encoding)."""
-    encoding = (headers.get("content-encoding") or "").lower()
-    if encoding == "zstd":
-        return zstandard.ZstdDecompressor().stream_reader(body).read()
-    if encoding == "gzip":
-        return gzip.decompress(body)
-    assert encoding in ("", "identity"), encoding
-    return body
-
-
-def take(received: Received, path: str, headers: Any, body: bytes) -> None:
-    """Sort one request's body into runs and feedback."""
-    kind = headers.get("content-type") or ""
-    received.bodies.append(body)
-    received.paths.append(path)
-    if kind.startswith("multipart/"):
-        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + kind.encode() + b"\r\n\r\n" + body
-        )
-        for part in message.iter_parts():
-            name = str(part.get_param("name", header="content-disposition"))
-            data = json.loads(part.get_payload(decode=True))
-            if name.startswith("feedback."):
-                received.feedback.append(data)
-            elif name.count(".") == 1 and name.startswith(("post.", "patch.")):
-                received.runs.append(data)
-        return
-    if not body:
-        return
-    data = json.loads(body)
-    if path.startswith("/feedback"):
-        received.feedback.append(data)
-    elif path.startswith("/runs/batch"):
-        received.runs.extend([*data.get("post", []), *data.get("patch", [])])
-    elif path.startswith("/runs"):
-        received.runs.append(data)
 
 
 def traced(
     scenario: str,
     mode: str,
-    tmp_path,
+    tmp_path: Path,
     *,
     info: dict[str, Any] = INFO,
     tracing: bool = True,
     down: bool = False,
     info_delay: float = 0,
-) -> Received:
+) -> Got:
     """Run a scenario with LangSmith tracing on (or off) against a loopback endpoint.
 
     ``down``: the endpoint is a port nobody listens on; ``info_delay``: seconds ``/info``
     takes to answer.
     """
-    received = Received()
-    lock = threading.Lock()
-
-    class Sink(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = self.rfile.read(length) if length else b""
-            if self.path.startswith("/info"):
-                time.sleep(info_delay)
-            with lock:
-                take(received, self.path, self.headers, decoded(self.headers, body))
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            answer: Any = {}
-            if self.path.startswith("/info"):
-                answer = info
-            elif self.path.startswith("/sessions"):
-                answer = [PROJECT]
-            self.wfile.write(json.dumps(answer).encode())
-
-        do_POST = do_PATCH = do_GET = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    port = free_port()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {
-        **os.environ,
-        **leaky.ENV,
-        "LANGSMITH_TRACING": "true" if tracing else "",
-        "LANGCHAIN_TRACING_V2": "",
-        "LANGCHAIN_TRACING": "",
-        "LANGSMITH_API_KEY": "lsv2-fake-key-123",
-        "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{free_port() if down else port}",
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-    }
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", RUN, scenario, mode, str(tmp_path)],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
+    got = Got()
+    env = {**leaky.ENV, **TRACING_OFF, **({"LANGSMITH_TRACING": "true"} if tracing else {})}
+    with serve_langsmith(got, info=info, info_delay=info_delay, sessions=[PROJECT]) as url:
+        endpoint = down_endpoint() if down else url
+        done = run_traced(RUN, scenario, mode, str(tmp_path), endpoint=endpoint, env=env)
         if not down and not info_delay:
             assert "Warning" not in done.stderr, done.stderr  # LangSmith's among them
-    finally:
-        server.shutdown()
-    received.decisions = json.loads(done.stdout.strip().splitlines()[-1])
-    return received
+    got.decisions = json.loads(done.stdout.strip().splitlines()[-1])
+    return got
 
 
-def on_root_of_a_sent_trace(got: Received, feedback: dict[str, Any], node: str) -> None:
+def on_root_of_a_sent_trace(got: Got, feedback: dict[str, Any], node: str) -> None:
     """The feedback is on a root run that was sent, in whose trace ``node`` ran."""
     trace = feedback["trace_id"]
     assert feedback["run_id"] == trace
     root = got.run(trace)
     assert root.get("parent_run_id") is None and root["name"] == "planexec"
-    nodes = [r for r in got.runs if r.get("name") == node and r.get("trace_id") == trace]
+    nodes = [r for r in got.runs.values() if r.get("name") == node and r.get("trace_id") == trace]
     assert nodes, f"no {node} run in the feedback's trace"
     assert feedback["extra"]["node_run_id"] in {r["id"] for r in nodes}
 
 
-def decided(got: Received, action: str) -> dict[str, Any]:
+def decided(got: Got, action: str) -> dict[str, Any]:
     [decision] = [d for d in got.decisions if d["action"] == action]
     return decision
 
@@ -320,7 +205,8 @@ MODES = ["sync", "async"]
 @pytest.mark.parametrize("mode", MODES)
 def test_an_approval_is_feedback_on_the_trace_once_and_a_refusal_is_none(tmp_path, mode):
     got = traced("approve", mode, tmp_path)
-    [feedback] = got.ours("planexec.approval")  # the refused answer before it sent nothing
+    # the refused answer before it sent nothing
+    [feedback] = got.feedback_keyed("planexec.approval")
     assert (feedback["score"], feedback["value"]) == (1, "approve")
     assert feedback.get("comment") is None
     assert_about(feedback, decided(got, "approve"), f"feedback-approve-{mode}")
@@ -333,7 +219,7 @@ def test_an_approval_is_feedback_on_the_trace_once_and_a_refusal_is_none(tmp_pat
 def test_an_older_server_gets_the_same_feedback_as_a_post(tmp_path):
     got = traced("approve", "sync", tmp_path, info=OLD_INFO)
     assert any(path.startswith("/feedback") for path in got.paths)
-    [feedback] = got.ours("planexec.approval")
+    [feedback] = got.feedback_keyed("planexec.approval")
     assert (feedback["score"], feedback["value"]) == (1, "approve")
     assert_about(feedback, decided(got, "approve"), "feedback-approve-sync")
     on_root_of_a_sent_trace(got, feedback, "approval")
@@ -341,7 +227,7 @@ def test_an_older_server_gets_the_same_feedback_as_a_post(tmp_path):
 
 def test_a_deployment_that_needs_the_project_gets_its_id_asked_once(tmp_path):
     got = traced("reject_cancel", "sync", tmp_path, info=SMITHDB_INFO)
-    reject, cancel = got.ours("planexec.approval")
+    reject, cancel = got.feedback_keyed("planexec.approval")
     assert reject["session_id"] == cancel["session_id"] == PROJECT["id"]
     assert [p for p in got.paths if p.startswith("/sessions")] == [
         "/sessions?limit=1&name=default&include_stats=False"
@@ -352,7 +238,7 @@ def test_a_deployment_that_needs_the_project_gets_its_id_asked_once(tmp_path):
 @pytest.mark.parametrize("mode", MODES)
 def test_an_edit_is_feedback_of_its_own_value_naming_the_revision(tmp_path, mode):
     got = traced("edit", mode, tmp_path)
-    [feedback] = got.ours("planexec.approval")
+    [feedback] = got.feedback_keyed("planexec.approval")
     assert feedback["value"] == "edit" and feedback.get("score") is None
     decision = decided(got, "edit")
     assert_about(feedback, decision, f"feedback-edit-{mode}")
@@ -364,7 +250,7 @@ def test_an_edit_is_feedback_of_its_own_value_naming_the_revision(tmp_path, mode
 @pytest.mark.parametrize("mode", MODES)
 def test_reject_and_cancel_score_zero_with_their_text_and_no_secret_anywhere(tmp_path, mode):
     got = traced("reject_cancel", mode, tmp_path)
-    reject, cancel = got.ours("planexec.approval")
+    reject, cancel = got.feedback_keyed("planexec.approval")
     assert (reject["score"], reject["value"]) == (0, "reject")
     assert reject["comment"] == "shorter, and not [redacted]"
     assert reject["extra"]["by"] == {"id": "bob [redacted]", "source": "python"}
@@ -389,7 +275,7 @@ def test_reject_and_cancel_score_zero_with_their_text_and_no_secret_anywhere(tmp
 @pytest.mark.parametrize("mode", MODES)
 def test_a_policy_approval_is_feedback_by_the_policy(tmp_path, mode):
     got = traced("policy", mode, tmp_path)
-    [feedback] = got.ours("planexec.approval")
+    [feedback] = got.feedback_keyed("planexec.approval")
     assert (feedback["score"], feedback["value"]) == (1, "approve")
     assert feedback["extra"]["by"] == {"id": "policy:never", "source": "policy"}
     assert_about(feedback, decided(got, "approve"), f"feedback-policy-{mode}")
@@ -399,9 +285,10 @@ def test_a_policy_approval_is_feedback_by_the_policy(tmp_path, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_an_answer_to_a_failed_step_is_step_failure_feedback(tmp_path, mode):
     got = traced("failure", mode, tmp_path)
-    [approval] = got.ours("planexec.approval")
+    [approval] = got.feedback_keyed("planexec.approval")
     assert approval["value"] == "approve"
-    [feedback] = got.ours("planexec.step_failure")  # the refused answer before it sent nothing
+    # the refused answer before it sent nothing
+    [feedback] = got.feedback_keyed("planexec.step_failure")
     assert (feedback["score"], feedback["value"]) == (0, "cancel")
     assert feedback["comment"] == "enough of [redacted]"
     decision = decided(got, "cancel")
@@ -423,7 +310,7 @@ def test_nothing_is_sent_with_tracing_off(tmp_path):
 
 def test_nothing_is_sent_with_tracing_turned_off_around_the_graph(tmp_path):
     got = traced("reject_cancel", "quiet", tmp_path)
-    assert got.feedback == [] and got.runs == []
+    assert got.feedback == [] and got.runs == {}
     assert [d["action"] for d in got.decisions] == ["reject", "cancel"]
 
 

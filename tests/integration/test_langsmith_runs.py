@@ -2,32 +2,23 @@
 each step's record is on a run tagged with its step.
 
 The LangSmith tests run a graph in a subprocess with tracing on, through the real ``langsmith``
-client, against a loopback endpoint that answers ``/info`` as LangSmith does (zstd-compressed
-multipart ingest); what arrives is decoded (zstd, gzip) and put together run by run (a run's
-post and patch, and their ``inputs``/``outputs``/``extra``/``error`` parts). The planner is a
-real ``ChatOpenAI`` (``openai:...``, or an instance given to ``build_graph``) against the local
-OpenAI-compatible server (:mod:`tests.openai_server`), so the invocation parameters are
-ChatOpenAI's own. The other tests record runs in the process with a ``BaseTracer``.
+client, against a loopback endpoint (:mod:`tests.langsmith_sink`) that answers ``/info`` as
+LangSmith does (zstd-compressed multipart ingest); what arrives is decoded (zstd, gzip) and put
+together run by run (a run's post and patch, and their ``inputs``/``outputs``/``extra``/``error``
+parts). The planner is a real ``ChatOpenAI`` (``openai:...``, or an instance given to
+``build_graph``) against the local OpenAI-compatible server (:mod:`tests.openai_server`), so
+the invocation parameters are ChatOpenAI's own. The other tests record runs in the process
+with a ``BaseTracer``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.parser
-import email.policy
-import gzip
-import http.server
 import json
-import os
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import zstandard
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
@@ -37,24 +28,10 @@ from planexec.llm.scripted import ScriptedChatModel
 from planexec.review.decisions import response_schema
 from planexec.tools import ToolRegistry
 from tests import leaky
-from tests.helpers import ROOT, echo, plan_of, plan_reply, scripted, step
+from tests.helpers import echo, plan_of, plan_reply, scripted, step
 from tests.integration.test_tracing import Recorder
+from tests.langsmith_sink import Received, run_traced, serve_langsmith
 from tests.openai_server import serve, tool_call_message
-from tests.servers import free_port
-
-INFO = {
-    "version": "0.12.33",
-    "instance_flags": {"zstd_compression_enabled": True},
-    "batch_ingest_config": {
-        "use_multipart_endpoint": True,
-        "size_limit_bytes": 20_971_520,
-        "size_limit": 100,
-        "scale_up_nthreads_limit": 16,
-        "scale_up_qsize_trigger": 1000,
-        "scale_down_nempty_trigger": 4,
-    },
-}
-"""What LangSmith's ``/info`` says: runs go in zstd-compressed multipart batches."""
 
 PLAN = plan_of(step(1, "echo", {"text": "a"}), step(2, "echo", {"text": "$1"}, [1]))
 
@@ -116,60 +93,6 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
     return tool_call_message("Plan", PLAN)
 
 
-@dataclass
-class Received:
-    """What the endpoint got: each run put together from its parts; every body, decoded."""
-
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    bodies: list[bytes] = field(default_factory=list)
-
-    def add(self, run_id: str, key: str | None, value: Any) -> None:
-        run = self.runs.setdefault(run_id, {"id": run_id})
-        if key is None:
-            run.update({k: v for k, v in value.items() if v is not None})
-        elif value is not None:
-            run[key] = value
-
-    def named(self, name: str) -> list[dict[str, Any]]:
-        return [r for r in self.runs.values() if r.get("name") == name]
-
-
-def decoded(headers: Any, body: bytes) -> bytes:
-    """The body as sent before compression (zstd or gzip, by its content-encoding)."""
-    encoding = (headers.get("content-encoding") or "").lower()
-    if encoding == "zstd":
-        return zstandard.ZstdDecompressor().stream_reader(body).read()
-    if encoding == "gzip":
-        return gzip.decompress(body)
-    assert encoding in ("", "identity"), encoding
-    return body
-
-
-def take(received: Received, path: str, headers: Any, body: bytes) -> None:
-    """Sort one request's body into runs: multipart parts, a batch, or one run."""
-    kind = headers.get("content-type") or ""
-    received.bodies.append(body)
-    if kind.startswith("multipart/"):
-        message = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
-            b"Content-Type: " + kind.encode() + b"\r\n\r\n" + body
-        )
-        for part in message.iter_parts():
-            name = str(part.get_param("name", header="content-disposition"))
-            op, _, rest = name.partition(".")
-            if op not in ("post", "patch"):
-                continue
-            run_id, _, key = rest.partition(".")
-            data = json.loads(part.get_payload(decode=True))
-            received.add(run_id, key or None, data)
-        return
-    if not body or path.startswith("/info"):
-        return
-    data = json.loads(body)
-    runs = [*data.get("post", []), *data.get("patch", [])] if "batch" in path else [data]
-    for run in runs:
-        received.add(str(run.get("id")), None, run)
-
-
 @pytest.fixture
 def planner_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """The local OpenAI-compatible server, answering every request with PLAN."""
@@ -180,49 +103,9 @@ def planner_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
 def traced(how: str, url: str, tmp_path: Any) -> Received:
     """Run RUN with LangSmith tracing on against a loopback endpoint; return what it got."""
     received = Received()
-    lock = threading.Lock()
-
-    class Sink(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            body = self.rfile.read(length) if length else b""
-            with lock:
-                take(received, self.path, self.headers, decoded(self.headers, body))
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            self.wfile.write(json.dumps(INFO if self.path.startswith("/info") else {}).encode())
-
-        do_POST = do_PATCH = do_GET = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    port = free_port()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    env = {
-        **os.environ,
-        **leaky.ENV,
-        "LANGSMITH_TRACING": "true",
-        "LANGSMITH_API_KEY": "lsv2-fake-key-123",
-        "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
-        "OPENAI_BASE_URL": url,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-    }
-    try:
-        done = subprocess.run(
-            [sys.executable, "-c", RUN, how, str(tmp_path), url],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_langsmith(received) as endpoint:
+        env = {**leaky.ENV, "OPENAI_BASE_URL": url}
+        run_traced(RUN, how, str(tmp_path), url, endpoint=endpoint, env=env)
     return received
 
 

@@ -10,6 +10,7 @@ from langgraph.types import Command
 from planexec import build_graph
 from planexec.tools import ToolRegistry
 from tests.helpers import echo, plan_of, plan_reply, scripted, step
+from tests.langsmith_sink import TRACING_OFF, sent_to_langsmith
 
 
 class Recorder(BaseTracer):
@@ -75,63 +76,9 @@ wait_for_all_tracers()
 """
 
 
-def sent_to_langsmith(script: str, tmp_path, env: dict[str, str] | None = None) -> bytes:
-    """Run ``script`` with LangSmith tracing on, against a loopback endpoint; return what it got."""
-    import http.server
-    import os
-    import subprocess
-    import sys
-    import threading
-
-    from tests.helpers import ROOT
-    from tests.servers import free_port
-
-    received: list[bytes] = []
-
-    class Sink(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            received.append(self.rfile.read(length) if length else b"")
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        do_POST = do_PATCH = do_GET = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    port = free_port()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Sink)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        full_env = {
-            **os.environ,
-            "LANGSMITH_TRACING": "true",
-            "LANGSMITH_API_KEY": "lsv2-fake-key-123",
-            "LANGSMITH_ENDPOINT": f"http://127.0.0.1:{port}",
-            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
-            **(env or {}),
-        }
-        done = subprocess.run(
-            [sys.executable, "-c", script, str(tmp_path)],
-            env=full_env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, done.stderr
-    finally:
-        server.shutdown()
-    return b"".join(received)
-
-
 def test_tracing_is_off_unless_asked(tmp_path):
     # a LangSmith key and endpoint in the environment are not a request to trace
-    off = {"LANGSMITH_TRACING": "", "LANGCHAIN_TRACING_V2": "", "LANGCHAIN_TRACING": ""}
-    assert sent_to_langsmith(TRACED_RUN, tmp_path, env=off) == b""
+    assert sent_to_langsmith(TRACED_RUN, tmp_path, env=TRACING_OFF) == b""
 
 
 def test_langsmith_tracing_sends_named_runs_when_enabled(tmp_path):

@@ -12,6 +12,7 @@ example langsmith gave no result for is an ``error`` row, never left out.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import sys
@@ -118,6 +119,8 @@ async def evaluate_examples(
         try:
             rows = await _rows(target, data, evaluators, max_concurrency, chosen, upload,
                                experiment_prefix)  # fmt: skip
+            if upload:  # the runs and scores are sent before this returns, not at exit
+                await asyncio.to_thread(chosen.flush)
         except (LangSmithError, ValidationError, OSError) as exc:  # requests' are OSErrors
             if not upload:
                 raise
