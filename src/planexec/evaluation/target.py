@@ -32,6 +32,7 @@ from langgraph.store.memory import InMemoryStore
 from langsmith import run_helpers
 
 from planexec.admission import PlanexecGraph
+from planexec.concurrency import background
 from planexec.context import Context
 from planexec.errors import ConfigurationError
 from planexec.evaluation.dataset import EVAL_CHOSEN
@@ -39,7 +40,7 @@ from planexec.evaluation.outputs import ExecutedCall, FailedStep, TargetOutputs
 from planexec.graph import build_graph
 from planexec.redaction.secrets import scrub_text
 from planexec.runs import RunRequest, new_run
-from planexec.runs.streaming import adrive, drive
+from planexec.runs.streaming import adrive
 from planexec.runs.types import Caller, ReviewRequest
 from planexec.spending.budget import ROLE_MODELS, cost_of, price_of
 from planexec.state import PlanDoc, RoleUsage, StepRecord
@@ -105,29 +106,20 @@ class EvalTarget:
             self.workspace_root = root
 
     def __call__(self, inputs: Mapping[str, Any]) -> TargetOutputs:
-        """Run the example (sync: ``graph.stream``); never raises for the run's own failures.
+        """Run the example (the target ``langsmith.evaluate`` takes): :meth:`arun`, waited for.
+
+        It runs on planexec's background loop (:mod:`planexec.concurrency.background`), so
+        ``evaluate``'s threads each wait for their example; never raises for the run's own
+        failures.
+        """
+        return background.run_blocking(lambda: self.arun(inputs))
+
+    async def arun(self, inputs: Mapping[str, Any]) -> TargetOutputs:
+        """Run the example (``graph.astream``): the target ``aevaluate`` takes.
 
         A run that raised (a model with no reply left, say) is reported as it stood: status
         ``error``, the error, and the steps that had failed by then.
         """
-        clock = time.monotonic()
-        with self._workspace() as root:
-            try:
-                graph, request = self._prepared(inputs, root)
-            except Exception as exc:  # the example could not start: its row says why
-                return _failed(exc, clock)
-            config = request.config(POLICY_CALLER)
-            try:
-                with self._tracing():
-                    values, _ = drive(graph, config, request.context, _first(request), None,
-                                      policy_answer)  # fmt: skip
-            except Exception as exc:
-                values = graph.get_state(config).values
-                return outputs_of(values, request, time.monotonic() - clock, one_line(exc))
-            return outputs_of(values, request, time.monotonic() - clock)
-
-    async def arun(self, inputs: Mapping[str, Any]) -> TargetOutputs:
-        """Async :meth:`__call__` (``graph.astream``): the target ``aevaluate`` takes."""
         clock = time.monotonic()
         with self._workspace() as root:
             try:
