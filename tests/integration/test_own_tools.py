@@ -387,3 +387,24 @@ def test_a_tool_that_requires_task_augmentation_is_not_offered_and_a_warning_nam
         assert "MCP server 'raw'" in said and "requires task augmentation" in said
     finally:
         servers.close()
+
+
+def note_price(item: str) -> str:
+    """Look up an item's price (read-only)."""
+    return f"{item}: 1.00"
+
+
+def save_note_file(path: str, text: str) -> dict[str, str]:
+    """Write a note to a file."""
+    return {"path": path}
+
+
+def test_a_plain_functions_own_metadata_declares_it_as_the_tools_guide_says():
+    from planexec.tools import ToolRegistry
+
+    note_price.metadata = {"side_effects": False}  # type: ignore[attr-defined]
+    save_note_file.metadata = {"side_effects": True, "file_fields": ["path"]}  # type: ignore[attr-defined]
+    registry = ToolRegistry([note_price, save_note_file])
+    assert registry.has_side_effects("note_price") is False
+    assert registry.has_side_effects("save_note_file") is True
+    assert tuple(registry.file_fields("save_note_file")) == ("path",)

@@ -420,7 +420,7 @@ def _function_tool(item: Callable[..., Any]) -> BaseTool:
             "one value): make it an async function that returns the values"
         )
     try:
-        return as_tool(item)
+        made = as_tool(item)
     except ValueError as exc:  # LangChain's message does not say which function
         name = code_name(item)
         given = getattr(item, "__name__", "")
@@ -435,6 +435,10 @@ def _function_tool(item: Callable[..., Any]) -> BaseTool:
             f"{name} cannot be a tool: {str(exc).rstrip('.')}; give a function with a docstring, "
             "or wrap it: StructuredTool.from_function(func, name=..., description=...)"
         ) from None
+    declared = getattr(item, "metadata", None)  # fn.metadata = {"side_effects": ...}, as tools.md
+    if isinstance(declared, Mapping):
+        made.metadata = {**dict(declared), **(made.metadata or {})}
+    return made
 
 
 def _checked_side_effects(name: str, value: object) -> bool | None:
