@@ -253,20 +253,32 @@ def scripted(folder: Path, *replies: dict[str, Any]) -> Path:
     return path
 
 
-def test_each_example_replays_its_own_recording(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+def two_examples(tmp_path: Path, *, ids: bool) -> tuple[list[dict[str, Any]], Path]:
+    """Write two examples loading a sales.csv of their own (2 and 3 rows); return the rows and
+    the planner's replies (one for each task; without ids both examples have the same task)."""
     rows = []
     for name, count in (("A", 2), ("B", 3)):
         (tmp_path / name).mkdir()
         lines = "".join(f"2025-01-0{i + 1},{10 * (i + 1)}\n" for i in range(count))
         (tmp_path / name / "sales.csv").write_text("date,revenue\n" + lines)
-        rows.append({"id": name, "inputs": {"task": f"Load file {name}",
-                                            "data": [f"{name}/sales.csv"]},
+        task = f"Load file {name}" if ids else "Load the file"
+        rows.append({**({"id": name} if ids else {}),
+                     "inputs": {"task": task, "data": [f"{name}/sales.csv"]},
                      "outputs": {"facts": [f'"rows": {count}']}})  # fmt: skip
-    dataset = tmp_path / "ds.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
     load = {"load_csv": "sales.csv"}
-    planner = scripted(tmp_path, plan_reply("Load file A", load), plan_reply("Load file B", load))
+    tasks = ("Load file A", "Load file B") if ids else ("Load the file", "Load")
+    return rows, scripted(tmp_path, *(plan_reply(t, load) for t in tasks))
+
+
+def write_rows(dataset: Path, rows: list[dict[str, Any]], before: str = "") -> Path:
+    dataset.write_text(before + "".join(json.dumps(r) + "\n" for r in rows))
+    return dataset
+
+
+def test_each_example_replays_its_own_recording(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
+    rows, planner = two_examples(tmp_path, ids=True)
+    dataset = write_rows(tmp_path / "ds.jsonl", rows)
     recorded = tmp_path / "rec"
     live = report_of(dataset, planner, "--record", str(recorded))
     assert sorted(p.name for p in recorded.iterdir()) == [part_name("A"), part_name("B")]
@@ -278,21 +290,12 @@ def test_each_example_replays_its_own_recording(tmp_path: Path, monkeypatch) -> 
 
 def test_examples_without_ids_keep_their_recordings_when_lines_move(tmp_path, monkeypatch):
     monkeypatch.setenv("PLANEXEC_SCRIPTED_DIR", str(tmp_path))
-    rows = []
-    for name, count in (("A", 2), ("B", 3)):
-        (tmp_path / name).mkdir()
-        lines = "".join(f"2025-01-0{i + 1},{10 * (i + 1)}\n" for i in range(count))
-        (tmp_path / name / "sales.csv").write_text("date,revenue\n" + lines)
-        rows.append({"inputs": {"task": "Load the file", "data": [f"{name}/sales.csv"]},
-                     "outputs": {"facts": [f'"rows": {count}']}})  # fmt: skip
-    dataset = tmp_path / "ds.jsonl"
-    dataset.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    load = {"load_csv": "sales.csv"}
-    planner = scripted(tmp_path, plan_reply("Load the file", load), plan_reply("Load", load))
+    rows, planner = two_examples(tmp_path, ids=False)
+    dataset = write_rows(tmp_path / "ds.jsonl", rows)
     recorded = tmp_path / "rec"
     live = report_of(dataset, planner, "--record", str(recorded))
     assert [e["passed"] for e in live["examples"]] == [True, True], live["examples"]
-    dataset.write_text("\n" + "".join(json.dumps(r) + "\n" for r in reversed(rows)))  # moved
+    write_rows(dataset, list(reversed(rows)), before="\n")  # the lines moved
     replayed = report_of(dataset, planner, "--replay", str(recorded))
     assert [e["passed"] for e in replayed["examples"]] == [True, True], replayed["examples"]
     assert replayed["recording"]["tool_calls_replayed"] == 2
