@@ -76,11 +76,9 @@ def test_openai_models_through_a_local_compatible_server(openai_server, monkeypa
     assert usage["planner"] == {"calls": 1, "input_tokens": 123, "output_tokens": 45}
 
 
-def judged_run(url: str, monkeypatch, callbacks: list | None = None) -> tuple[dict, dict]:
-    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
-    monkeypatch.setenv("OPENAI_BASE_URL", url)
-    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
-    ctx = Context(
+def local_models() -> Context:
+    """A run context whose three models are the local server's, the LLM judge on."""
+    return Context(
         planner_model="openai:local-planner",
         executor_model="openai:local-executor",
         evaluator_model="openai:local-judge",
@@ -88,6 +86,13 @@ def judged_run(url: str, monkeypatch, callbacks: list | None = None) -> tuple[di
         max_replans=0,
         shared_folder="ws",
     )
+
+
+def judged_run(url: str, monkeypatch, callbacks: list | None = None) -> tuple[dict, dict]:
+    monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    graph = build_graph(checkpointer=InMemorySaver(), tools=ToolRegistry([echo]))
+    ctx = local_models()
     config = {**thread(), "callbacks": callbacks or []}
     graph.invoke({"task": "say where this runs"}, config, context=ctx)
     out = graph.invoke(Command(resume={"action": "approve"}), config, context=ctx)

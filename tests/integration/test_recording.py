@@ -9,7 +9,6 @@ outputs. A call with no recording fails its step, naming the argument that chang
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import shutil
@@ -19,7 +18,6 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
 from typer.testing import CliRunner
 from typing_extensions import TypedDict
 
@@ -29,7 +27,18 @@ from planexec.llm.scripted import ScriptedChatModel, ScriptedReply
 from planexec.nodes.finalizer import NOT_WRITTEN, REPLAYED
 from planexec.tools import ToolRegistry, default_registry
 from tests import leaky
-from tests.helpers import DEMO, calls, count, echo, plan_of, plan_reply, step, text_reply, thread
+from tests.helpers import (
+    DEMO,
+    calls,
+    count,
+    echo,
+    plan_of,
+    plan_reply,
+    run_plan,
+    step,
+    text_reply,
+    thread,
+)
 
 
 @tool
@@ -72,19 +81,6 @@ def silent() -> ScriptedChatModel:
     return ScriptedChatModel(replies=[])
 
 
-def run(graph: Any, context: Any, mode: str) -> dict[str, Any]:
-    config = thread()
-    if mode == "sync":
-        graph.invoke({"task": "t"}, config, context=context)
-        return graph.invoke(Command(resume={"action": "approve"}), config, context=context)
-
-    async def go() -> dict[str, Any]:
-        await graph.ainvoke({"task": "t"}, config, context=context)
-        return await graph.ainvoke(Command(resume={"action": "approve"}), config, context=context)
-
-    return asyncio.run(go())
-
-
 def outputs(values: dict[str, Any]) -> dict[str, Any]:
     return {k: (v["status"], v.get("output"), v.get("error")) for k, v in values["steps"].items()}
 
@@ -99,7 +95,7 @@ def test_a_replay_calls_no_tool_and_gives_the_recorded_outputs(
                executor=executor_model(key))  # fmt: skip
     recording = Recording(folder, "record")
     graph = build_graph(InMemorySaver(), tools=tools(), recording=recording)
-    recorded = run(graph, ctx(max_replans=0), mode)
+    recorded = run_plan(graph, ctx(max_replans=0), mode)
     assert {s for s, *_ in outputs(recorded).values()} == {"succeeded"}, outputs(recorded)
     assert calls[key] == 2  # step 1 and the executor model's call
     assert (workspace / "out" / "note.txt").read_text() == "value 7"
@@ -115,7 +111,7 @@ def test_a_replay_calls_no_tool_and_gives_the_recorded_outputs(
     planner, executor = ScriptedChatModel(replies=[plan_reply(the_plan(key))]), executor_model(key)
     use_models(planner=planner, executor=executor)
     graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "replay"))
-    replayed = run(graph, ctx(max_replans=0), mode)
+    replayed = run_plan(graph, ctx(max_replans=0), mode)
     assert not planner.prompts and not executor.prompts  # neither was asked
     assert outputs(replayed) == outputs(recorded)
     assert calls[key] == 2
@@ -130,12 +126,12 @@ def test_models_are_called_live_in_a_replay_unless_recorded(tmp_path, workspace,
     graph = build_graph(
         InMemorySaver(), tools=tools(), recording=Recording(folder, "record", models=False)
     )
-    recorded = run(graph, ctx(max_replans=0), "sync")
+    recorded = run_plan(graph, ctx(max_replans=0), "sync")
     assert not (folder / "models").exists()
     planner = ScriptedChatModel(replies=[plan_reply(the_plan(key))])
     use_models(planner=planner, executor=executor_model(key))
     graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "replay"))
-    replayed = run(graph, ctx(max_replans=0), "async")
+    replayed = run_plan(graph, ctx(max_replans=0), "async")
     assert planner.prompts  # the planner was asked: its replies were not recorded
     assert outputs(replayed) == outputs(recorded)
     assert calls[key] == 2
@@ -149,7 +145,7 @@ def test_a_call_without_a_recording_fails_its_step_naming_what_changed(
     use_models(planner=ScriptedChatModel(replies=[plan_reply(the_plan(key))]),
                executor=executor_model(key))  # fmt: skip
     graph = build_graph(InMemorySaver(), tools=tools(), recording=Recording(folder, "record"))
-    run(graph, ctx(max_replans=0), "sync")
+    run_plan(graph, ctx(max_replans=0), "sync")
     shutil.copy(workspace / "sales.csv", workspace / "other.csv")
     changed = plan_of(
         step(1, "load_csv", {"path": "other.csv"}),
@@ -160,7 +156,7 @@ def test_a_call_without_a_recording_fails_its_step_naming_what_changed(
     graph = build_graph(
         InMemorySaver(), tools=tools(), recording=Recording(folder, "replay", models=False)
     )
-    values = run(graph, ctx(max_replans=0, step_max_attempts=3), "async")
+    values = run_plan(graph, ctx(max_replans=0, step_max_attempts=3), "async")
     steps = values["steps"]
     assert steps["1"]["status"] == "failed"
     assert steps["1"]["error"] == (
@@ -192,7 +188,7 @@ def test_an_mcp_stdio_tool_is_replayed_without_a_call(tmp_path, workspace, use_m
             tools=servers.registry(ToolRegistry()),
             recording=Recording(folder, "record"),
         )
-        recorded = run(graph, ctx(max_replans=0, approval="always"), "sync")
+        recorded = run_plan(graph, ctx(max_replans=0, approval="always"), "sync")
     assert {s for s, *_ in outputs(recorded).values()} == {"succeeded"}, outputs(recorded)
 
     with McpServers(load_mcp_config(config)) as servers:  # a new server process
@@ -200,7 +196,7 @@ def test_an_mcp_stdio_tool_is_replayed_without_a_call(tmp_path, workspace, use_m
         planner = ScriptedChatModel(replies=[plan_reply(plan)])  # the same script: replayed
         use_models(planner=planner)
         graph = build_graph(InMemorySaver(), tools=registry, recording=Recording(folder, "replay"))
-        replayed = run(graph, ctx(max_replans=0, approval="always"), "async")
+        replayed = run_plan(graph, ctx(max_replans=0, approval="always"), "async")
         assert outputs(replayed) == outputs(recorded)
         assert not planner.prompts
         live_pid = registry.get("notes__pid").invoke({})
@@ -217,7 +213,7 @@ def test_no_secret_is_written_to_a_recording_and_failures_replay(
     graph = build_graph(
         InMemorySaver(), tools=leaky.registry(), recording=Recording(folder, "record")
     )
-    recorded = run(graph, hostile, "sync")
+    recorded = run_plan(graph, hostile, "sync")
     assert recorded["steps"]["1"]["status"] == "succeeded"
     assert list(folder.rglob("*.json"))
     assert leaky.leaking_files([folder]) == []
@@ -225,7 +221,7 @@ def test_no_secret_is_written_to_a_recording_and_failures_replay(
 
     # the run wrote files into the workspace: the planner's prompt lists them, so it is asked
     use_models(planner=leaky.planner(), executor=leaky.executor(), evaluator=leaky.judge())
-    replayed = run(
+    replayed = run_plan(
         build_graph(InMemorySaver(), tools=leaky.registry(), recording=Recording(folder, "replay")),
         hostile,
         "async",
@@ -237,31 +233,23 @@ def test_no_secret_is_written_to_a_recording_and_failures_replay(
 def test_a_provider_models_replies_replay_without_its_server(monkeypatch, tmp_path, workspace):
     """langchain-openai against a local server: a streamed plan, bound tools, structured
     verdicts; replayed with the server gone, every reply comes from the recording."""
-    from planexec import Context
-    from tests.integration.test_openai_compatible import answer
+    from tests.integration.test_openai_compatible import answer, local_models
     from tests.openai_server import serve
 
     monkeypatch.setenv("OPENAI_API_KEY", "local-key-not-secret")
-    ctx = Context(
-        planner_model="openai:local-planner",
-        executor_model="openai:local-executor",
-        evaluator_model="openai:local-judge",
-        llm_judge=True,
-        max_replans=0,
-        shared_folder="ws",
-    )
+    ctx = local_models()
     folder = tmp_path / "openai"
     registry = ToolRegistry([echo])
     with serve(answer) as (url, requests):
         monkeypatch.setenv("OPENAI_BASE_URL", url)
         graph = build_graph(InMemorySaver(), tools=registry, recording=Recording(folder, "record"))
-        recorded = run(graph, ctx, "sync")
+        recorded = run_plan(graph, ctx, "sync")
         asked = len(requests)
     assert asked >= 4 and recorded["final"]["status"] == "partial"  # the judge fails step 3
     assert leaky_free(folder, "local-key-not-secret")
     replaying = Recording(folder, "replay")
     graph = build_graph(InMemorySaver(), tools=registry, recording=replaying)
-    replayed = run(graph, ctx, "async")  # the server is gone: any model call would fail
+    replayed = run_plan(graph, ctx, "async")  # the server is gone: any model call would fail
     assert outputs(replayed) == outputs(recorded)
     assert replayed["final"] == recorded["final"]
     assert replaying.stats["model_replies_replayed"] == asked
