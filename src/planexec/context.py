@@ -245,6 +245,15 @@ class Context:
             "graph whose operator gave it one folder (build_graph(workspace=PATH))."
         },
     )
+    speculate: StrictBool = field(
+        default=False,
+        metadata={
+            "description": "While the plan awaits approval, run its steps whose tools are "
+            "declared free of side effects (and whose dependencies are such steps); an approved, "
+            "unchanged step keeps its result. Only if the operator allows it "
+            "(build_graph(speculate=...), else $PLANEXEC_SPECULATE); off by default."
+        },
+    )
     max_steps: Positive = field(default=30, metadata={"description": "Most steps a plan may have."})
     max_plan_repairs: Count = field(
         default=2, metadata={"description": "Times an invalid plan goes back to the planner."}

@@ -16,7 +16,7 @@ from typing import Any, Literal, cast, get_args
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import RetryPolicy
 
@@ -24,6 +24,7 @@ from planexec.admission import PlanexecGraph, admit
 from planexec.concurrency import background
 from planexec.context import ApprovalPolicy, Context
 from planexec.errors import ConfigurationError, broke_off
+from planexec.execution.speculation import SpeculationMode, operator_mode
 from planexec.llm.models import ChatModels
 from planexec.nodes import approval as approval_node
 from planexec.nodes import (
@@ -35,6 +36,7 @@ from planexec.nodes import (
     planner,
     replanner,
     routing,
+    speculator,
     summary,
 )
 from planexec.recording import Recording, using
@@ -126,6 +128,7 @@ def build_graph(
     approval_expires_after: float | None = None,
     approval_hook: ApprovalHook | None = None,
     recording: Recording | None = None,
+    speculate: bool | SpeculationMode | None = None,
 ) -> PlanexecGraph:
     """Compile the planner-executor graph with the given checkpointer and tools.
 
@@ -163,11 +166,18 @@ def build_graph(
     (and model reply) of this graph's runs to a folder, or replays them from it without
     calling the tools. It is the operator's choice, never a run's context: a client of the
     server cannot make it read or write a folder.
+
+    ``speculate`` (else ``$PLANEXEC_SPECULATE``, else ``off``) allows runs that ask for it
+    (``Context.speculate``) to run the plan's read-only steps while a human reviews it:
+    ``tools`` (or True) steps whose tool is declared free of side effects, ``models`` also
+    ``"tool": null`` steps (their model spends before the approval). An approved step keeps its
+    result only if it and its inputs are unchanged (:mod:`planexec.execution.speculation`).
     """
     if recording is not None and not isinstance(recording, Recording):
         raise TypeError(
             f"build_graph(recording=...) takes a planexec.Recording, not {type(recording).__name__}"
         )
+    speculation = operator_mode(speculate)
     rules = rules_from(approvers, separate_approver, approval_expires_after)
     notifier = notifier_from(approval_hook)
     box = _sandbox(workspace, workspace_root, sandbox)
@@ -206,6 +216,20 @@ def build_graph(
             operator_policy=cast(ApprovalPolicy, policy),
             rules=rules,
             notifier=notifier,
+            speculation=speculation,
+            outputs=box.output_store(),
+        ),
+    )
+    builder.add_node(
+        "speculator",
+        one_node(
+            speculator.speculate,
+            recording,
+            tools=registry,
+            sandbox=box,
+            chat_models=chat,
+            operator_mode=speculation,
+            rules=rules,
         ),
     )
     builder.add_node(
@@ -239,7 +263,8 @@ def build_graph(
     builder.add_edge(START, "intake")
     builder.add_edge("intake", "planner")
     builder.add_conditional_edges("planner", routing.after_planner)
-    builder.add_conditional_edges("approval", routing.after_approval)
+    builder.add_conditional_edges("approval", routing.after_approval, [*routing.AFTER_APPROVAL])
+    builder.add_edge("speculator", END)  # its results wait in state for the executor
     builder.add_conditional_edges("executor", routing.after_executor)
     builder.add_conditional_edges("evaluator", routing.after_evaluator)
     builder.add_conditional_edges("replanner", routing.after_replanner)

@@ -77,6 +77,8 @@ class ApprovalRecord(TypedDict, total=False):
     error: str
     asked_at: str
     """When a ``presented`` request was shown (ISO-8601 UTC): its expiry counts from here."""
+    speculate: bool
+    """Set on a ``presented`` record when steps of the plan run while it is asked about."""
 
 
 class FailureQuestion(TypedDict):
@@ -172,9 +174,36 @@ class StepRecord(TypedDict, total=False):
     step_digest: str
     refused_calls: list[RefusedCall]
     """Present when the step's model asked for tools its step does not list (first 20)."""
+    speculative: bool
+    """Present (true) when the step ran while its plan awaited approval, and the approved plan
+    took its result (the same step, the same inputs: :mod:`planexec.execution.speculation`)."""
     replayed: bool
     """Present (true) when a tool call of the step was served from a recording
     (:mod:`planexec.recording`): the tool did not run, the files it names were not written."""
+
+
+class SpeculatedStep(TypedDict):
+    """A step that ran before its plan was approved (:mod:`planexec.execution.speculation`).
+
+    ``key`` names exactly what it ran under: the step's content and, through their own keys or
+    records, every step it depends on. The executor adopts ``record`` for a step of the approved
+    plan only if that step's key there is the same; otherwise it is thrown away, never shown
+    as a result of the approved plan.
+    """
+
+    key: str
+    version: int
+    """The version of the plan shown for approval when it ran (what the reviewer saw)."""
+    record: StepRecord
+
+
+def merge_speculated(
+    left: dict[str, SpeculatedStep] | None, right: dict[str, SpeculatedStep] | None
+) -> dict[str, SpeculatedStep]:
+    """Reducer of ``State.speculated``: add a speculator's results; None discards them all."""
+    if right is None:
+        return {}
+    return {**(left or {}), **right}
 
 
 class Revision(TypedDict):
@@ -277,6 +306,8 @@ class OutputState(TypedDict, total=False):
     usage: Annotated[dict[str, RoleUsage], add_usage]
     final: FinalResult | None
     error: str | None
+    speculated: Annotated[dict[str, SpeculatedStep], merge_speculated]
+    speculation_usage: Annotated[dict[str, RoleUsage], add_usage]
 
 
 class StepSummary(TypedDict):
@@ -368,6 +399,10 @@ class State(TypedDict):
     """Failed steps a reviewer chose to go on without (like ``on_failure: "skip"``)."""
     budget_stop: NotRequired[BudgetStop | None]
     """The budget that was spent when a node found it so (the finalizer reports it)."""
+    speculated: NotRequired[Annotated[dict[str, SpeculatedStep], merge_speculated]]
+    """Read-only steps that ran while the plan awaited approval (not yet approved results)."""
+    speculation_usage: NotRequired[Annotated[dict[str, RoleUsage], add_usage]]
+    """What speculation spent (per role), apart from ``usage``; budgets count both."""
     final: NotRequired[FinalResult | None]
     error: NotRequired[str | None]
 

@@ -24,6 +24,7 @@ from langgraph._internal._constants import (
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_RESUMING,
     CONFIG_KEY_RUNTIME,
+    RESUME,
     RETURN,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver, PendingWrite
@@ -136,6 +137,18 @@ def task_results(pending_writes: Sequence[PendingWrite] | None) -> list[Any]:
     ``Runtime.previous`` holds an entrypoint's last return value, not its tasks').
     """
     return [value for _, channel, value in pending_writes or () if channel == RETURN]
+
+
+def holds_answer(pending_writes: Sequence[PendingWrite] | None) -> bool:
+    """Say whether a checkpoint's pending writes hold an answer to an interrupt (a resume value).
+
+    Private: the ``RESUME`` channel (``"__resume__"``) LangGraph saves a
+    ``Command(resume=...)`` value to before it runs the interrupted superstep again. planexec
+    needs it so that the speculator, run again in the superstep whose approval was just
+    answered, starts no new step (:mod:`planexec.nodes.speculator`). Public API to move to:
+    none yet.
+    """
+    return any(channel == RESUME for _, channel, _ in pending_writes or ())
 
 
 def with_stream_writer(configurable: Mapping[str, Any], writer: StreamWriter) -> dict[str, Any]:

@@ -9,7 +9,8 @@ A step's journey, one module each, top to bottom:
 * :mod:`~planexec.execution.retries` which failed attempts are tried again, and when;
 * :mod:`~planexec.execution.calls` one tool call, scrubbed, its failure described;
 * :mod:`~planexec.execution.model_step` a ``"tool": null`` step's model loop;
-* :mod:`~planexec.execution.outcomes` what a step task returns, and the records made of it.
+* :mod:`~planexec.execution.outcomes` what a step task returns, and the records made of it;
+* :mod:`~planexec.execution.speculation` which steps may run before approval, whose results count.
 
 Below it: :mod:`planexec.concurrency.toolcalls` (calls off the loop, time limits),
 :mod:`planexec.storage.outputs`
@@ -17,7 +18,7 @@ Below it: :mod:`planexec.concurrency.toolcalls` (calls off the loop, time limits
 """
 
 from planexec.execution.outcomes import outcome, round_usage
-from planexec.execution.round import ExecutionRound, open_round, running
+from planexec.execution.round import ExecutionRound, event_writer, open_round, running
 from planexec.execution.scheduling import DependencyGate
 from planexec.execution.tasks import (
     StepFuture,
@@ -34,6 +35,7 @@ __all__ = [
     "StepFuture",
     "StepOutcome",
     "all_ended",
+    "event_writer",
     "open_round",
     "outcome",
     "publisher",

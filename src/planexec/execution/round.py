@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.config import get_stream_writer
 from langgraph.runtime import get_runtime
 
 from planexec.context import Context, context_of
@@ -26,7 +27,7 @@ from planexec.plan.doc import plan_of, topological_order
 from planexec.plan.records import current_records, earlier_outcome, record_key
 from planexec.redaction.secrets import secret_values
 from planexec.spending.budget import Budget, run_budget, spending
-from planexec.state import PlanDoc, State, StepDoc
+from planexec.state import PlanDoc, State, StepDoc, StepRecord
 from planexec.storage.outputs import OutputStore
 from planexec.storage.store_guard import StoreGuard
 from planexec.tools.registry import ToolRegistry
@@ -60,6 +61,10 @@ class ExecutionRound:
     stopped: bool = False
     """Whether the run was stopped: a step task that starts after it does not run."""
 
+    speculative: bool = False
+    """Whether the round runs steps before their plan is approved (the speculator's): its
+    steps' events are named ``speculative_step_*`` (:mod:`planexec.execution.speculation`)."""
+
     def cancel_steps(self) -> None:
         """Stop every step under way: the run was stopped (Ctrl-C, a closed stream, a cancel).
 
@@ -81,18 +86,26 @@ def open_round(
     sandbox: Sandbox,
     asynchronous: bool,
     chat_models: ChatModels,
+    only: Collection[int] | None = None,
+    done: Mapping[str, StepRecord] | None = None,
 ) -> tuple[ExecutionRound, list[StepDoc]]:
     """Return the round that runs the pending steps of the plan in state, and those steps in order.
 
+    ``only`` (the speculator's round): run only these pending steps; ``done``: records of
+    pending steps that count as finished in this round (speculative results its steps read).
     Touches the disk (the run's workspace): async callers run it in a thread.
     """
     plan = plan_of(state)
     context = context_of(get_runtime(Context).context)
-    current = current_records(plan, state.get("steps") or {})
+    current = {**current_records(plan, state.get("steps") or {}), **(done or {})}
     records = {s["id"]: current[record_key(s["id"])] for s in plan["steps"]}
     earlier = {sid: earlier_outcome(sid, rec) for sid, rec in records.items()}
     order = topological_order(plan["steps"])
-    to_run = [s for s in order if records[s["id"]]["status"] == "pending"]
+    to_run = [
+        s
+        for s in order
+        if records[s["id"]]["status"] == "pending" and (only is None or s["id"] in only)
+    ]
     slots = SlotPool(context.max_parallel_steps, chain_ranks(to_run, tools))
     gate = DependencyGate(
         {sid: done for sid, done in earlier.items() if done is not None},
@@ -114,6 +127,14 @@ def open_round(
         skippable=frozenset(s["id"] for s in plan["steps"] if s.get("on_failure") == "skip"),
     )
     return round_, to_run
+
+
+def event_writer() -> Callable[[Any], None] | None:
+    """Return the run's ``custom`` stream writer (None outside a graph run)."""
+    try:
+        return get_stream_writer()
+    except RuntimeError:
+        return None
 
 
 _ROUND: contextvars.ContextVar[ExecutionRound] = contextvars.ContextVar("planexec_round")

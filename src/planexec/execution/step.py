@@ -52,6 +52,8 @@ async def execute_step(
     sid, secrets, raw_write = step["id"], round_.secrets, get_stream_writer()
 
     def write(event: dict[str, Any]) -> None:
+        if round_.speculative:  # not a step of an approved plan: a watcher must tell them apart
+            event = {**event, "event": f"speculative_{event['event']}"}
         raw_write(redact(event, secrets))
 
     await round_.store.check()  # neither run, skipped nor announced once checkpoint writes fail

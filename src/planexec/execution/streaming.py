@@ -34,7 +34,6 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
-from langgraph.config import get_stream_writer
 from langgraph.errors import GraphBubbleUp
 from langgraph.func import task
 
@@ -44,7 +43,7 @@ from planexec.drafting import Draft, Drafting, draft_plan
 from planexec.drafting.revising import signature
 from planexec.errors import broke_off
 from planexec.execution.outcomes import ran_digest, round_usage
-from planexec.execution.round import ExecutionRound, open_round, running
+from planexec.execution.round import ExecutionRound, event_writer, open_round, running
 from planexec.execution.slots import chain_ranks
 from planexec.execution.tasks import StepFuture, all_ended, publisher, result_of, round_outcomes
 from planexec.llm.models import ChatModels, internal_call
@@ -94,14 +93,6 @@ async def _ahold_place(step_id: int) -> None:
 _hold_place.__name__ = _ahold_place.__name__ = "hold_place"
 hold_place = task(_hold_place)
 ahold_place = task(_ahold_place)
-
-
-def _writer() -> Callable[[Any], None] | None:
-    """Return the run's custom stream writer (None outside a graph run)."""
-    try:
-        return get_stream_writer()
-    except RuntimeError:
-        return None
 
 
 class StreamingRound:
@@ -271,7 +262,7 @@ class StreamingRound:
         A ``plan_step_started`` event first says which written step (``index``: its position
         in the draft, as in ``plan_step`` events) starts, as which step id.
         """
-        write = _writer()
+        write = event_writer()
         if write is not None:
             event = {"event": "plan_step_started", "by": self.by, "index": position}
             write({**event, "step": step["id"]})

@@ -45,6 +45,13 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
+from planexec.execution import event_writer
+from planexec.execution.speculation import (
+    SpeculationMode,
+    effective_mode,
+    speculation_keys,
+    spilled_files,
+)
 from planexec.nodes.conversation import approval_message
 from planexec.plan import PlanValidationError, to_doc, validate_plan
 from planexec.plan.doc import plan_digest, plan_of, plan_tools
@@ -76,6 +83,8 @@ from planexec.review.policy import effective_policy, needs_approval
 from planexec.review.request import (
     ANSWER_SCHEMA,
     ApprovalRequest,
+    SpeculatedResult,
+    SpeculationView,
     approval_request,
     invalid_plan,
     plan_changed,
@@ -91,6 +100,7 @@ from planexec.state import (
     Revision,
     State,
 )
+from planexec.storage.outputs import OutputStore
 from planexec.tools.registry import ToolRegistry
 
 
@@ -114,11 +124,15 @@ def review(
     operator_policy: ApprovalPolicy = "first",
     rules: ApprovalRules | None = None,
     notifier: Notifier | None = None,
+    speculation: SpeculationMode = "off",
+    outputs: OutputStore | None = None,
 ) -> dict[str, Any]:
     """Ask the reviewer once about the current plan (unless the policy needs no one).
 
     The policy is the stricter of the operator's (``build_graph(approval=...)``) and the
-    run's context: a client can ask for more approvals, never for fewer.
+    run's context: a client can ask for more approvals, never for fewer. So is speculation
+    (``speculation``, the operator's mode; ``Context.speculate``, the run's wish): the
+    ``presented`` record says whether read-only steps run while the plan is asked about.
     """
     rules = rules or ApprovalRules()
     ctx = context_of(runtime.context)
@@ -127,6 +141,8 @@ def review(
     digest = plan_digest(plan)
     limit = step_limit(state, ctx)
     problems = plan_problems(plan, tools, limit)
+    mode = effective_mode(speculation, ctx.speculate)
+    early = speculation_keys(plan, state.get("steps") or {}, tools, mode) if not problems else {}
     if not problems and not needs_approval(state, policy, tools, digest):
         by_policy = Decision(
             action="approve",
@@ -149,7 +165,7 @@ def review(
         asked = kept or authority.utc_now()
         request = approval_request(
             state, plan, digest, problems, tools, ctx, asked_at=asked,
-            expires_at=rules.expires_at(asked),
+            expires_at=rules.expires_at(asked), speculation=_speculation(state, early),
         )  # fmt: skip
         # a plan changed by a state edit while asked is asked at once (not shown first): the
         # answer pending for the old plan must reach this interrupt, to be refused with why
@@ -158,6 +174,8 @@ def review(
         )
         if request["error"]:
             record["error"] = request["error"]  # still shown when the question is asked
+        if early:
+            record["speculate"] = True
         message = approval_message(request, len(state.get("messages") or []))
         _notify(notifier, "waiting", config, request)
         return {"messages": [message], "approval": record, **_starter(state, config)}
@@ -165,8 +183,9 @@ def review(
     asked = shown.get("asked_at") or authority.utc_now()
     expires = rules.expires_at(asked)
     request = approval_request(
-        state, plan, digest, problems, tools, ctx, asked_at=asked, expires_at=expires
-    )
+        state, plan, digest, problems, tools, ctx, asked_at=asked, expires_at=expires,
+        speculation=_speculation(state, early),
+    )  # fmt: skip
     answer = interrupt(request, response_schema=ANSWER_SCHEMA)  # the small schema: see its text
     at = authority.utc_now()
     who = who_answers(config, answer)
@@ -213,10 +232,52 @@ def review(
         refused["asked_at"] = asked  # asked again about the same plan: the same deadline
         update = {"approval": refused}
         decision = Decision(action="refused", feedback=str(exc))
+    if update.get("approval", {}).get("action") in ("reject", "cancel"):
+        update = {**update, **discarded(state, outputs)}
     made = Decision(**said, **decision)
     _notify(notifier, "answered", config, request, made)
     send_feedback(made, config)  # once per answer: a resume reaches here once
     return {**update, "decisions": [made]}
+
+
+def _speculation(state: State, early: dict[int, str]) -> SpeculationView | None:
+    """Return what the request shows of speculation (None when nothing runs early).
+
+    The steps that run before the approval, and the results they have so far: not approved,
+    the approved plan takes only a step whose key is unchanged.
+    """
+    if not early:
+        return None
+    have = state.get("speculated") or {}
+    results: dict[str, SpeculatedResult] = {}
+    for sid, key in early.items():
+        found = have.get(str(sid))
+        if found is None or found.get("key") != key:
+            continue
+        record = found["record"]
+        status, summary = record.get("status", "pending"), record.get("summary", "")
+        shown = SpeculatedResult(status=status, summary=summary, approved=False)
+        if record.get("error"):
+            shown["error"] = str(record.get("error"))
+        results[str(sid)] = shown
+    return SpeculationView(steps=list(early), results=results)
+
+
+def discarded(state: State, outputs: OutputStore | None) -> dict[str, Any]:
+    """Return the update that discards every speculative result (a reject, a cancel).
+
+    Their spilled files are removed, and a ``speculation_discarded`` event names the steps.
+    """
+    speculated = state.get("speculated") or {}
+    if not speculated:
+        return {}
+    if outputs is not None:
+        for ref in spilled_files(speculated):
+            outputs.discard(ref)
+    write = event_writer()
+    if write is not None:
+        write({"event": "speculation_discarded", "steps": sorted(int(s) for s in speculated)})
+    return {"speculated": None}
 
 
 def _starter(state: State, config: RunnableConfig) -> dict[str, Identity]:

@@ -22,6 +22,7 @@ from planexec.execution import (
     ExecutionRound,
     StepFuture,
     all_ended,
+    event_writer,
     open_round,
     publisher,
     round_outcomes,
@@ -30,6 +31,7 @@ from planexec.execution import (
     run_step_blocking,
     running,
 )
+from planexec.execution.speculation import adopt, spilled_files
 from planexec.llm.models import ChatModels
 from planexec.plan.doc import plan_digest, plan_of
 from planexec.plan.records import records_after
@@ -60,7 +62,7 @@ run_step = task(_run_step)
 arun_step = task(_arun_step)
 
 
-def step_task(sync_run: bool) -> Callable[[StepDoc, int], StepFuture]:
+def step_task(sync_run: bool, *, speculative: bool = False) -> Callable[[StepDoc, int], StepFuture]:
     """Return the one way a run calls a step's durable task: ``call(step, plan_version)``.
 
     ``run_step`` on sync runs, else ``arun_step`` (LangGraph runs a sync run's tasks on its
@@ -69,11 +71,15 @@ def step_task(sync_run: bool) -> Callable[[StepDoc, int], StepFuture]:
     run is tagged with its step, whoever starts it (the executor, or the planner and
     replanner while the plan streams).
     """
-    return partial(tagged_call, run_step if sync_run else arun_step)
+    return partial(tagged_call, run_step if sync_run else arun_step, speculative=speculative)
 
 
 def tagged_call(
-    call: Callable[[StepDoc], StepFuture], step: StepDoc, plan_version: int
+    call: Callable[[StepDoc], StepFuture],
+    step: StepDoc,
+    plan_version: int,
+    *,
+    speculative: bool = False,
 ) -> StepFuture:
     """Call a step's durable task so that its run is tagged with the step.
 
@@ -90,6 +96,9 @@ def tagged_call(
     tagged = callbacks.copy()
     tagged.add_tags([f"planexec:step:{step['id']}"])
     tagged.add_metadata({"planexec_step": step["id"], "planexec_plan_version": plan_version})
+    if speculative:  # ran before its plan was approved: its result counts only if adopted
+        tagged.add_tags(["planexec:speculative"])
+        tagged.add_metadata({"planexec_speculative": True})
     token = var_child_runnable_config.set(patch_config(config, callbacks=tagged))
     try:
         return call(step)
@@ -149,6 +158,9 @@ async def execute(
     """
     if problem := approval_problem(state):
         return _refusal(state, problem)
+    speculated = state.get("speculated")
+    if speculated:  # results of steps that ran while the plan awaited approval
+        state = await asyncio.to_thread(taken_over, state, sandbox)  # touches the disk
     round_, to_run = await asyncio.to_thread(  # touches the disk
         partial(open_round, chat_models=chat_models),
         state,
@@ -167,7 +179,27 @@ async def execute(
     if to_run:
         with contextlib.suppress(CheckpointStoreError):
             await round_.store.check()  # did the store fail after the last step started?
-    return _update(state, round_outcomes(round_, to_run, futures), round_)
+    update = _update(state, round_outcomes(round_, to_run, futures), round_)
+    return {**update, "speculated": None} if speculated else update
+
+
+def taken_over(state: State, sandbox: Sandbox) -> State:
+    """Return ``state`` with the approved plan's own speculative results as its step records.
+
+    :func:`planexec.execution.speculation.adopt` decides which count (the same step, the same
+    inputs); the others are discarded with their spilled files, and a
+    ``speculation_adopted`` event names both.
+    """
+    plan, speculated = plan_of(state), state.get("speculated") or {}
+    records, adopted = adopt(plan, state.get("steps") or {}, speculated)
+    store = sandbox.output_store()
+    for ref in spilled_files(speculated, keep=adopted):
+        store.discard(ref)
+    discarded = sorted(int(sid) for sid in speculated if int(sid) not in adopted)
+    write = event_writer()
+    if write is not None:
+        write({"event": "speculation_adopted", "steps": adopted, "discarded": discarded})
+    return {**state, "steps": records}
 
 
 def _update(state: State, outcomes: list[StepOutcome], round_: ExecutionRound) -> dict[str, Any]:

@@ -12,13 +12,22 @@ def after_planner(state: State) -> Literal["approval", "finalizer"]:
     return "finalizer" if state.get("error") else "approval"
 
 
-def after_approval(state: State) -> Literal["executor", "planner", "finalizer", "approval"]:
+AfterApproval = Literal["executor", "planner", "finalizer", "approval", "speculator"]
+AFTER_APPROVAL: list[AfterApproval] = ["executor", "planner", "finalizer", "approval", "speculator"]
+"""Where the graph may go after the approval (given to LangGraph: the router may return two)."""
+
+
+def after_approval(state: State) -> AfterApproval | list[AfterApproval]:
     """Approved (or edited) plans run; rejected ones go back to the planner; cancel ends.
 
     A refused answer asks again (one interrupt per node run, so decisions are never re-judged),
-    and so does a run that only showed the plan in the chat (``presented``).
+    and so does a run that only showed the plan in the chat (``presented``): beside it, the
+    speculator runs the plan's read-only steps when the approval said so (``speculate``).
     """
-    action = (state.get("approval") or {}).get("action")
+    record = state.get("approval") or {}
+    action = record.get("action")
+    if action == "presented" and record.get("speculate"):
+        return ["approval", "speculator"]
     if action == "reject":
         return "planner"
     if action == "cancel":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal, NotRequired
 
+from typing_extensions import TypedDict
+
 from planexec.context import Context
 from planexec.plan.doc import plan_tools
 from planexec.plan.records import current_records, record_key
@@ -75,6 +77,23 @@ def refusal_now(error: str | None, problems: list[str]) -> str | None:
     return error
 
 
+class SpeculatedResult(TypedDict):
+    """A step that ran while its plan awaits approval, as the request shows it."""
+
+    status: str
+    summary: str
+    error: NotRequired[str]
+    approved: bool
+    """Always false: the approved plan takes the result only for an unchanged step."""
+
+
+class SpeculationView(TypedDict):
+    """Which steps run while the plan is asked about (read-only), and their results so far."""
+
+    steps: list[int]
+    results: dict[str, SpeculatedResult]
+
+
 class ApprovalRequest(HitlFields):
     """The interrupt's payload (JSON): answer it with one of ``answers``.
 
@@ -112,6 +131,8 @@ class ApprovalRequest(HitlFields):
     """When an answer stops being taken (``approval_expires_after``); None: never."""
     history: list[Decision]
     """The thread's decisions so far (the latest :data:`HISTORY_LIMIT`), oldest first."""
+    speculation: NotRequired[SpeculationView]
+    """Present when read-only steps run while this request waits (``Context.speculate``)."""
 
 
 def approval_request(
@@ -124,6 +145,7 @@ def approval_request(
     *,
     asked_at: str | None = None,
     expires_at: str | None = None,
+    speculation: SpeculationView | None = None,
 ) -> ApprovalRequest:
     """Build the interrupt's payload: the plan, what identifies it, and why it is asked again."""
     proposed = state.get("proposed")
@@ -145,8 +167,8 @@ def approval_request(
     description = describe.describe_plan(
         plan, side_effects, calls, problems, lines, produces=produced, notes=notes
     )
-    return ApprovalRequest(
-        **hitl.requests(plan, description, can_approve=not problems),
+    request = ApprovalRequest(
+        **hitl.requests(plan, description, can_approve=not problems),  # type: ignore[typeddict-item]
         type="plan_approval",
         plan=plan,
         version=plan["version"],
@@ -165,6 +187,9 @@ def approval_request(
         expires_at=expires_at,
         history=list((state.get("decisions") or [])[-HISTORY_LIMIT:]),
     )
+    if speculation is not None:
+        request["speculation"] = speculation
+    return request
 
 
 def produces(plan: PlanDoc, tools: ToolRegistry) -> dict[str, str]:

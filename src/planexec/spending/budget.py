@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from planexec.errors import PlanexecError
-from planexec.state import BudgetName, BudgetStop, RoleUsage
+from planexec.state import BudgetName, BudgetStop, RoleUsage, add_usage
 
 if TYPE_CHECKING:
     from planexec.context import Context
@@ -219,7 +219,8 @@ def check_spending() -> None:
 
 def run_budget(state: State, ctx: Context) -> Budget:
     """Return a node run's budget: the context's limits, less what the run spent before."""
-    return Budget.of_run(limits_of(ctx), state.get("usage"), state.get("busy_seconds"))
+    spent = add_usage(state.get("usage"), state.get("speculation_usage"))  # speculation counts
+    return Budget.of_run(limits_of(ctx), spent, state.get("busy_seconds"))
 
 
 def stopped(

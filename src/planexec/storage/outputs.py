@@ -65,6 +65,12 @@ class OutputStore:
             id=file_id, bytes=len(data), sha256=hashlib.sha256(data).hexdigest(), preview=preview
         )
 
+    def discard(self, ref: Mapping[str, Any]) -> None:
+        """Remove a spilled output's file (a result that will never be read); gone already: fine."""
+        file_id = ref.get("id")
+        if isinstance(file_id, str) and _ID.fullmatch(file_id):
+            (self.folder / f"{file_id}.json").unlink(missing_ok=True)
+
     def load(self, ref: Mapping[str, Any]) -> Any:
         """Read a spilled output back, or raise OutputFileError if it is not what was written."""
         file_id, size, digest = ref.get("id"), ref.get("bytes"), ref.get("sha256")

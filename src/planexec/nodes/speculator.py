@@ -1,0 +1,213 @@
+"""Speculator node: run the plan's read-only steps while a human reviews it (opt-in).
+
+It runs beside the approval node's asking run, in the same superstep: the approval interrupts
+at once (an async stream shows the request at once), and this node runs the steps that
+:func:`planexec.execution.speculation.speculation_keys` allows, as the executor would (the same
+durable step task, slots and budget), tagged ``planexec:speculative``; their events are named
+``speculative_step_*``. It writes their results to ``speculated`` (each under the key it ran
+with) and their spending to ``speculation_usage``. The executor adopts a result only for an
+approved step with the same key (:func:`planexec.execution.speculation.adopt`); a rejection or a
+cancel discards them all.
+
+It stops when the run is stopped (a closed stream, Ctrl-C, a server's cancel), when the
+request expires, and when the approval is answered: the answer's run runs this node again
+only if it had not ended, and it then starts nothing new and takes back what had finished
+(durable task results; a step is never run twice for the same key).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import get_runtime
+
+from planexec.compat.langgraph import holds_answer, node_checkpoint, task_results
+from planexec.context import Context, context_of
+from planexec.execution import (
+    StepFuture,
+    all_ended,
+    event_writer,
+    open_round,
+    publisher,
+    running,
+)
+from planexec.execution.outcomes import ran_digest, round_usage
+from planexec.execution.speculation import SpeculationMode, effective_mode, speculation_keys
+from planexec.execution.streaming import ahold_place, hold_place
+from planexec.execution.tasks import result_of
+from planexec.llm.models import ChatModels
+from planexec.nodes.executor import step_task
+from planexec.plan.doc import plan_digest, step_digest
+from planexec.plan.records import record_key, to_record
+from planexec.review.authority import ApprovalRules
+from planexec.review.checks import plan_problems, step_limit
+from planexec.state import SpeculatedStep, State, StepDoc, StepOutcome
+from planexec.tools.registry import ToolRegistry
+from planexec.tools.sandbox import Sandbox
+
+
+def steps_to_speculate(
+    state: State, tools: ToolRegistry, mode: SpeculationMode, max_steps: int
+) -> tuple[dict[int, str], list[int]]:
+    """Return the keys of the steps that may run early, and those not run yet (in run order).
+
+    Nothing runs for a plan that is not the one shown (a state edit since), nor for an invalid
+    one. A step already speculated under the same key is not run again; a step whose
+    dependency's speculative result failed is not run.
+    """
+    plan, shown = state.get("plan"), state.get("approval") or {}
+    if mode == "off" or plan is None or shown.get("action") != "presented":
+        return {}, []
+    if shown.get("digest") != plan_digest(plan) or plan_problems(plan, tools, max_steps):
+        return {}, []
+    keys = speculation_keys(plan, state.get("steps") or {}, tools, mode)
+    have = state.get("speculated") or {}
+    steps = {s["id"]: s for s in plan["steps"]}
+    to_run: list[int] = []
+    for sid, key in keys.items():  # in run order
+        found = have.get(record_key(sid))
+        if found is not None and found.get("key") == key:
+            continue
+        deps = steps[sid]["depends_on"]
+        if any(_failed_early(have.get(record_key(d)), keys.get(d)) for d in deps):
+            continue
+        if any(d in keys and d not in to_run and record_key(d) not in have for d in deps):
+            continue
+        to_run.append(sid)
+    return keys, to_run
+
+
+def _failed_early(found: Any, key: str | None) -> bool:
+    return bool(found) and found.get("key") == key and found["record"].get("status") != "succeeded"
+
+
+async def speculate(
+    state: State,
+    config: RunnableConfig,
+    *,
+    tools: ToolRegistry,
+    sandbox: Sandbox,
+    chat_models: ChatModels,
+    operator_mode: SpeculationMode,
+    rules: ApprovalRules,
+    sync_run: bool = False,
+) -> dict[str, Any]:
+    """Run the steps that may run before approval; return their results as ``speculated``."""
+    ctx = context_of(get_runtime(Context).context)
+    mode = effective_mode(operator_mode, ctx.speculate)
+    keys, ids = steps_to_speculate(state, tools, mode, step_limit(state, ctx))
+    if not ids:
+        return {}
+    left = _seconds_left(state, rules)
+    if left is not None and left <= 0:
+        return {}
+    finished, answered = await _earlier_attempt(config, sync_run=sync_run)
+    have = state.get("speculated") or {}
+    done = {
+        key: found["record"]
+        for key, found in have.items()
+        if int(key) in keys and found.get("key") == keys[int(key)]
+    }
+    round_, to_run = await asyncio.to_thread(  # touches the disk
+        partial(open_round, chat_models=chat_models),
+        state,
+        config,
+        tools=tools,
+        sandbox=sandbox,
+        asynchronous=not sync_run,
+        only=frozenset(ids),
+        done=done,
+    )
+    round_.speculative = True
+    write = event_writer()
+    starting = [s["id"] for s in to_run if not answered or ran_digest(s) in finished]
+    if write is not None and starting:
+        write({"event": "speculation_started", "steps": starting, "answered": answered})
+    call = step_task(sync_run, speculative=True)
+    hold = hold_place if sync_run else ahold_place
+    version = round_.plan["version"]
+    calls: list[tuple[StepDoc, StepFuture]] = []
+    with running(round_):
+        for step in to_run:  # in run order: a rerun makes the same calls
+            if answered and ran_digest(step) not in finished:
+                hold(step["id"])  # answered: nothing new starts; later results keep their place
+                continue
+            future = call(step, version)
+            future.add_done_callback(publisher(round_.gate, step))
+            calls.append((step, future))
+        futures = [f for _, f in calls]
+        stopped = False
+        try:
+            async with asyncio.timeout(left):
+                await all_ended(futures, round_)
+        except TimeoutError:  # the request expired: its steps were stopped
+            stopped = True
+            await all_ended(futures, round_)  # until each stopped step's task has ended
+    outcomes = [_ended(step, fut) for step, fut in calls]
+    kept = [o for o in outcomes if o is not None and o["status"] in ("succeeded", "failed")]
+    if write is not None and starting:
+        ended = {"event": "speculation_ended", "steps": [o["id"] for o in kept]}
+        write({**ended, "stopped": stopped or answered})
+    if not kept:
+        return {}
+    steps = {s["id"]: s for s in to_run}
+    goal = round_.plan["goal"]
+    speculated = {
+        record_key(o["id"]): SpeculatedStep(
+            key=keys[o["id"]],
+            version=version,
+            record=to_record(o, step_digest(steps[o["id"]], goal), judged_retry=False),
+        )
+        for o in kept
+    }
+    return {"speculated": speculated, "speculation_usage": round_usage(kept)}
+
+
+def _ended(step: StepDoc, future: StepFuture) -> StepOutcome | None:
+    """Return a step task's outcome, or None if it did not end with one (stopped)."""
+    if not future.done() or future.cancelled() or future.exception() is not None:
+        return None
+    try:
+        return result_of(future, step)
+    except RuntimeError:  # another step's result: not this one's
+        return None
+
+
+def _seconds_left(state: State, rules: ApprovalRules) -> float | None:
+    """Return the seconds until the approval request expires (None: it never does)."""
+    asked = (state.get("approval") or {}).get("asked_at")
+    expires = rules.expires_at(asked) if asked else None
+    if expires is None:
+        return None
+    return (datetime.fromisoformat(expires) - datetime.now(UTC)).total_seconds()
+
+
+async def _earlier_attempt(
+    config: RunnableConfig, *, sync_run: bool
+) -> tuple[frozenset[str], bool]:
+    """Return what an earlier attempt of this node run finished, and whether it was answered.
+
+    Answered: the approval beside it has an answer (a resume value waits in the checkpoint).
+
+    Empty and False on a first run. Each finished step is named by its
+    :func:`~planexec.execution.outcomes.ran_digest`.
+    """
+    found = node_checkpoint(config)
+    if found is None:
+        return frozenset(), False
+    saver, where = found
+    if sync_run:
+        saved = await asyncio.to_thread(saver.get_tuple, where)
+    else:
+        saved = await saver.aget_tuple(where)
+    writes = saved.pending_writes if saved is not None else None
+    finished = frozenset(
+        str(value["ran"])
+        for value in task_results(writes)
+        if isinstance(value, dict) and "ran" in value
+    )
+    return finished, holds_answer(writes)
