@@ -40,6 +40,7 @@ _WHERE = {
     "default_registry": "planexec.tools",
     "new_run": "planexec.runs",
     "open_saver": "planexec.runs",
+    "stop_speculating": "planexec.execution.answers",
     "use_workspace": "planexec.tools",
     "validate_plan": "planexec.plan",
 }
@@ -69,6 +70,7 @@ __all__ = [
     "default_registry",
     "new_run",
     "open_saver",
+    "stop_speculating",
     "use_workspace",
     "validate_plan",
 ]
@@ -77,6 +79,7 @@ if TYPE_CHECKING:
     from planexec.context import Context
     from planexec.embedding import as_tool
     from planexec.errors import ConfigurationError, PlanexecError
+    from planexec.execution.answers import stop_speculating
     from planexec.graph import build_graph
     from planexec.plan import Plan, PlanValidationError, Step, validate_plan
     from planexec.recording import Recording

@@ -123,8 +123,17 @@ def check_updates(
 ) -> list[list[StateUpdate]]:
     """Refuse ``update_state`` values that cannot be stored or touch planexec's own records.
 
-    Return the updates to apply: the same, with an edited plan in its canonical form.
+    Return the updates to apply: the same, with an edited plan in its canonical form. An
+    edit written as the speculator is refused: that node runs only beside the approval's
+    question, and the graph ends after it (the question would be dropped).
     """
+    for superstep in supersteps:
+        for update in superstep:
+            if len(update) > 1 and update[1] == "speculator":
+                raise InvalidInputError(
+                    "update_state(as_node='speculator') is refused: the speculator runs only "
+                    "beside the approval's question; write as another node (or none)"
+                )
     return [
         [
             StateUpdate(_check_edit(update[0], "the state update"), *update[1:])

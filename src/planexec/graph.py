@@ -217,7 +217,6 @@ def build_graph(
             rules=rules,
             notifier=notifier,
             speculation=speculation,
-            outputs=box.output_store(),
         ),
     )
     builder.add_node(
@@ -234,7 +233,14 @@ def build_graph(
     )
     builder.add_node(
         "executor",
-        one_node(executor.execute, recording, tools=registry, sandbox=box, chat_models=chat),
+        one_node(
+            executor.execute,
+            recording,
+            tools=registry,
+            sandbox=box,
+            chat_models=chat,
+            speculation=speculation,
+        ),
     )
     builder.add_node(
         "evaluator",

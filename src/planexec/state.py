@@ -78,7 +78,8 @@ class ApprovalRecord(TypedDict, total=False):
     asked_at: str
     """When a ``presented`` request was shown (ISO-8601 UTC): its expiry counts from here."""
     speculate: bool
-    """Set on a ``presented`` record when steps of the plan run while it is asked about."""
+    """Set on a ``presented`` record when steps of the plan run while it is asked about, and
+    on the ``reject`` or ``cancel`` answering it: the speculator then discards their results."""
 
 
 class FailureQuestion(TypedDict):
@@ -192,6 +193,9 @@ class SpeculatedStep(TypedDict):
     """
 
     key: str
+    where: str
+    """What else it ran against: the run's workspace and executor model
+    (:func:`planexec.execution.speculation.where_of`); another place runs the step again."""
     version: int
     """The version of the plan shown for approval when it ran (what the reviewer saw)."""
     record: StepRecord

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -182,3 +183,115 @@ def test_a_state_edit_keeps_the_runs_settings_for_async_callers_too(env):
     thread = asyncio.run(go())
     assert thread is not None and thread.workspace == str(env / "ws")
     assert thread.saved_context["approval"] == "always"
+
+
+# speculation (issue 37): the reviewer reads while the plan's read-only steps run
+SPECULATED_CALLS: list[tuple[str, str, float]] = []
+
+
+def _look(x: str, seconds: float = 0.3) -> str:
+    """Look at x (read-only): take ``seconds``."""
+    SPECULATED_CALLS.append(("look", x, time.monotonic()))
+    time.sleep(seconds)
+    return f"saw {x}"
+
+
+def _send(x: str) -> str:
+    """Send x (a side effect)."""
+    SPECULATED_CALLS.append(("send", x, time.monotonic()))
+    return f"sent {x}"
+
+
+_look.metadata = {"side_effects": False, "open_world": False}  # type: ignore[attr-defined]
+_send.metadata = {"side_effects": True}  # type: ignore[attr-defined]
+
+
+def speculating_tools():
+    registry = default_registry()
+    registry.register(_look)
+    registry.register(_send)
+    return registry
+
+
+SLOW_READS = plan_of(  # read-only: 1 (0.3 s), 2 after 1 (0.6 s), 3 (1.5 s), 5 after 2 (0.3 s)
+    step(1, "_look", {"x": "a", "seconds": 0.3}),
+    step(2, "_look", {"x": "b", "seconds": 0.6}, [1]),
+    step(3, "_look", {"x": "c", "seconds": 1.5}),
+    step(4, "_send", {"x": "$2"}, [2, 3]),  # sends: after the approval only
+    step(5, "_look", {"x": "d", "seconds": 0.3}, [2]),
+)
+
+
+def run_while_reviewing(env, answer: str, reading: float):
+    """Run SLOW_READS with speculation; the reviewer reads for ``reading`` s, then answers."""
+    SPECULATED_CALLS.clear()
+    events, asked = [], {}
+
+    def decide(request):
+        asked["at"], asked["seen"] = time.monotonic(), [e["event"] for e in events]
+        asked["speculation"] = request.get("speculation")
+        time.sleep(reading)
+        asked["answered"] = time.monotonic()
+        reason = {"reason": "not now"} if answer == "cancel" else {}
+        return {"action": answer, "digest": request["digest"], **reason}
+
+    async def go():
+        tools = speculating_tools()
+        async with Runs.aopen(str(env / "runs.sqlite"), tools=tools, speculate="tools") as runs:
+            context = Context(speculate=True, max_replans=0)
+            request = new_run(plan=SLOW_READS, workspace="ws", tools=tools, context=context)
+            result = await runs.astart(request, on_event=events.append, decide=decide)
+            return result, time.monotonic()
+
+    result, ended = asyncio.run(go())
+    return result, events, asked, ended
+
+
+def test_an_async_run_asks_at_once_while_read_only_steps_run_and_keeps_them(env):
+    result, events, asked, ended = run_while_reviewing(env, "approve", reading=0.5)
+    kinds = [e["event"] for e in events]
+    # asked as soon as the request came: no speculative step had finished yet
+    assert "speculation_started" in kinds and "speculative_step_finished" not in asked["seen"]
+    assert asked["speculation"]["steps"] == [1, 3, 2, 5]
+    assert result.status == "succeeded"
+    steps = result.values["steps"]
+    assert all(steps[s].get("speculative") for s in ("1", "2", "3"))  # taken over, not rerun
+    assert "speculative" not in steps["5"]  # not started once answered: run as approved
+    assert "speculative" not in steps["4"] and steps["4"]["output"] == "sent saw b"
+    looked = [c[1] for c in SPECULATED_CALLS if c[0] == "look"]
+    assert sorted(looked) == ["a", "b", "c", "d"]  # no tool called twice
+    sent = next(c[2] for c in SPECULATED_CALLS if c[0] == "send")
+    assert ended - sent < 1.0  # after the last read-only step: only the side-effecting tail
+
+
+def test_a_cancel_given_while_read_only_steps_run_stops_them_at_once(env):
+    result, events, asked, ended = run_while_reviewing(env, "cancel", reading=0.5)
+    assert result.status == "cancelled"
+    slow_read = next(c[2] for c in SPECULATED_CALLS if c[:2] == ("look", "c"))
+    assert ended - slow_read < 1.5  # the run did not wait for the 1.5 s read under way
+    assert not [c for c in SPECULATED_CALLS if c[0] == "send"]
+    assert sorted(c[1] for c in SPECULATED_CALLS) == ["a", "b", "c"]  # none started again
+
+
+def test_a_cancel_given_while_read_only_steps_run_keeps_none_of_their_results(env):
+    result, _, _, _ = run_while_reviewing(env, "cancel", reading=0.5)
+    assert result.status == "cancelled" and not result.values.get("speculated")
+
+
+def test_a_sync_run_asks_once_the_read_only_steps_ended_and_keeps_them(env):
+    # LangGraph's sync stream gives the interrupt only when the superstep (the speculation) ends
+    SPECULATED_CALLS.clear()
+    seen = []
+    tools = speculating_tools()
+    with Runs.open(str(env / "runs.sqlite"), tools=tools, speculate="tools") as runs:
+        context = Context(speculate=True, max_replans=0)
+        request = new_run(plan=SLOW_READS, workspace="ws", tools=tools, context=context)
+        result = runs.start(
+            request,
+            on_event=lambda e: seen.append(e["event"]),
+            decide=lambda r: seen.append("asked") or {"action": "approve"},
+        )
+    assert result.status == "succeeded"
+    assert seen.index("asked") > seen.index("speculation_ended")
+    assert all(result.values["steps"][s].get("speculative") for s in ("1", "2", "3", "5"))
+    assert sorted(c[1] for c in SPECULATED_CALLS if c[0] == "look") == ["a", "b", "c", "d"]

@@ -21,6 +21,7 @@ from planexec.cli.ui import styled
 from planexec.cli.watch import Watch, planner_problem
 from planexec.context import Context, InvalidContextError
 from planexec.errors import ConfigurationError
+from planexec.execution.speculation import MODES, SpeculationMode, operator_mode
 from planexec.recording import Recording
 from planexec.runs import Runs, new_run, sandbox_for
 from planexec.runs.request import saved_context, workspace_for
@@ -78,6 +79,26 @@ class NewRun:
     """The ``MODULE:ATTR`` sources of the Python tools the run may use (``--tools``)."""
     recorded: Recorded = field(default_factory=Recorded)
     """Whether the run records its calls, or replays them (``--record``, ``--replay``)."""
+    speculate: str | None = None
+    """``--speculate``: what may run while the plan is reviewed (None: nothing)."""
+
+
+def speculation(given: str | None, *, yes: bool) -> SpeculationMode:
+    """Return what runs while a plan is reviewed: ``--speculate``'s mode; off with --yes.
+
+    With ``--yes`` nobody reviews: nothing runs before the approval. The CLI is the operator
+    of its runs, so the mode is both the operator's (``build_graph(speculate=...)``) and the
+    run's wish (``Context.speculate``).
+    """
+    if yes or given is None:
+        return "off"
+    try:
+        return operator_mode(given)
+    except ConfigurationError:
+        raise UserError(
+            f"--speculate takes {' or '.join(m for m in MODES if m != 'off')} (or off), "
+            f"not {given!r}"
+        ) from None
 
 
 def make_context(options: dict[str, Any]) -> Context:
@@ -98,7 +119,9 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
         raise UserError("give a TASK, or --plan with a plan file")
     if new.task and new.data and Path(new.task).is_file():
         raise UserError(f"{new.task} is a file, not a task: give each data file its own --data")
-    context, clock = make_context(new.options), time.monotonic()
+    speculate = speculation(new.speculate, yes=session.yes)
+    options = {**new.options, "speculate": True} if speculate != "off" else new.options
+    context, clock = make_context(options), time.monotonic()
     tid = check_thread_id(new.thread_id if new.thread_id is not None else str(uuid.uuid4()))
     folder = workspace_for(new.folder, tid, db).root  # one holding the database: refused now
     for item in new.data:  # before anything is copied or asked of a model
@@ -111,8 +134,9 @@ async def start(new: NewRun, db: str, session: Session, *, note: str | None = No
         context = replace(context, max_replans=0)
     with run_tools(new.tools, new.mcp) as tools:
         return await _start(
-            new, db, session, context, tid, folder, missing_model, tools, clock, recording
-        )
+            new, db, session, context, tid, folder, missing_model, tools, clock, recording,
+            speculate,
+        )  # fmt: skip
 
 
 async def _start(
@@ -126,8 +150,12 @@ async def _start(
     tools: ToolRegistry | None,
     clock: float,
     recording: Recording | None = None,
+    speculate: SpeculationMode = "off",
 ) -> int:
-    async with Runs.aopen(db, tools=tools, caller=local_user(), recording=recording) as runs:
+    opened = Runs.aopen(
+        db, tools=tools, caller=local_user(), recording=recording, speculate=speculate
+    )
+    async with opened as runs:
         if await runs.aget(tid) is not None:  # before any file is copied
             raise UserError(f"thread {tid} already exists; continue it with: planexec resume {tid}")
         request = new_run(
@@ -163,14 +191,18 @@ async def resume(
     mcp: Path | None = None,
     tools_from: list[str] | None = None,
     recorded: Recorded | None = None,
+    speculate: str | None = None,
 ) -> int:
     """Continue a paused or interrupted run with these tools; return the exit code.
 
-    It records or replays only if ``recorded`` says so (what the run started with is not kept).
+    It records or replays only if ``recorded`` says so (what the run started with is not kept);
+    a run started with ``--speculate`` runs read-only steps during a review only if
+    ``speculate`` allows it again.
     """
     recording = (recorded or Recorded()).open()
+    mode = speculation(speculate, yes=session.yes)
     with run_tools(tools_from or [], mcp) as tools:
-        return await _resume(thread_id, db, session, tools, recording)
+        return await _resume(thread_id, db, session, tools, recording, mode)
 
 
 async def _resume(
@@ -179,9 +211,13 @@ async def _resume(
     session: Session,
     tools: ToolRegistry | None,
     recording: Recording | None = None,
+    speculate: SpeculationMode = "off",
 ) -> int:
     clock = time.monotonic()
-    async with Runs.aopen(db, tools=tools, caller=local_user(), recording=recording) as runs:
+    opened = Runs.aopen(
+        db, tools=tools, caller=local_user(), recording=recording, speculate=speculate
+    )
+    async with opened as runs:
         thread = existing(await runs.aget(thread_id), thread_id, db)
         if not thread.workspace:
             raise UserError(f"thread {thread_id} was not started by the planexec CLI")

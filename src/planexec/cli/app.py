@@ -62,13 +62,15 @@ def run(
     tools: o.ToolsOption = None,
     record: o.RecordOption = None,
     replay: o.ReplayOption = None,
+    speculate: o.SpeculateOption = None,
 ) -> None:
     """Plan TASK, show the plan for approval, then run it with live progress.
 
     Runs keep their files in the thread's own folder below the workspace root
     ($PLANEXEC_WORKSPACE_ROOT, else ./planexec-workspaces: ROOT/threads/THREAD_ID) unless
     --workspace names a folder. --record DIR keeps every tool output (and model reply) as
-    files; --replay DIR serves them without calling the tools.
+    files; --replay DIR serves them without calling the tools. --speculate tools runs the
+    plan's read-only steps while you review it.
     """
     from planexec.cli import actions
     from planexec.cli.guard import guard
@@ -81,8 +83,9 @@ def run(
     options |= {"plan_memory": False if no_memory else None}
     recorded = actions.Recorded(record, replay)
     new = actions.NewRun(
-        task, plan, data or [], thread_id, workspace, options, mcp, tools or [], recorded
-    )
+        task, plan, data or [], thread_id, workspace, options, mcp, tools or [], recorded,
+        speculate,
+    )  # fmt: skip
     session = actions.Session(yes=yes, as_json=as_json)
     guard(actions.start(new, actions.database(db), session), session.running)
 
@@ -97,6 +100,7 @@ def resume(
     tools: o.ToolsOption = None,
     record: o.ResumeRecordOption = None,
     replay: o.ResumeReplayOption = None,
+    speculate: o.ResumeSpeculateOption = None,
 ) -> None:
     """Continue a paused or interrupted run where it stopped (give it the same --mcp, --tools).
 
@@ -107,7 +111,9 @@ def resume(
 
     session = actions.Session(yes=yes, as_json=as_json)
     recorded = actions.Recorded(record, replay)
-    resumed = actions.resume(thread_id, actions.database(db), session, mcp, tools or [], recorded)
+    resumed = actions.resume(
+        thread_id, actions.database(db), session, mcp, tools or [], recorded, speculate
+    )
     guard(resumed, session.running)
 
 

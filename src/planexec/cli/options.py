@@ -156,3 +156,20 @@ ResumeReplayOption = Annotated[
                  help="Replay the resumed run's calls from DIR: replaying goes on only if "
                  "--replay is given again."),
 ]  # fmt: skip
+SpeculateOption = Annotated[
+    str | None,
+    typer.Option("--speculate", metavar="tools|models", envvar="PLANEXEC_SPECULATE",
+                 show_envvar=False,
+                 help="While you review a plan, run its read-only steps (tools declared free of "
+                 "side effects; models: also model-run steps whose tools are, paying for the "
+                 "model before your approval); an approved, unchanged step keeps its result. "
+                 "Not with --yes (default: $PLANEXEC_SPECULATE, else off)."),
+]  # fmt: skip
+ResumeSpeculateOption = Annotated[
+    str | None,
+    typer.Option("--speculate", metavar="tools|models", envvar="PLANEXEC_SPECULATE",
+                 show_envvar=False,
+                 help="Allow a run started with --speculate to run read-only steps again while "
+                 "you review its plan: only if given again (default: $PLANEXEC_SPECULATE, "
+                 "else off)."),
+]  # fmt: skip

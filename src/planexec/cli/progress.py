@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import time
 
 from rich.console import Console
 from rich.text import Text
 
+from planexec.cli import early
 from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
+from planexec.cli.screen import PromptLine
 from planexec.cli.ui import one_line, styled
 from planexec.plan.compact import expand
 from planexec.runs import StepEvent
@@ -24,9 +27,23 @@ WORK = {
 class Progress:
     """Turns a run's events into the screen: status line, one line per step event, plans."""
 
-    def __init__(self, out: Console, activity: Activity, board: PlanBoard, *, judge: bool) -> None:
-        """Print on ``out``; ``judge``: the evaluator calls a model (``--judge``)."""
+    def __init__(
+        self,
+        out: Console,
+        activity: Activity,
+        board: PlanBoard,
+        *,
+        judge: bool,
+        screen: PromptLine | None = None,
+    ) -> None:
+        """Print on ``out``; ``judge``: the evaluator calls a model (``--judge``).
+
+        ``screen``: where lines of steps that run while a plan is reviewed go (above the
+        prompt that waits meanwhile).
+        """
         self.out, self.activity, self.board = out, activity, board
+        self.screen = screen or PromptLine(out)
+        self.early_started: dict[object, float] = {}  # speculative steps under way: since when
         self.models = set(WORK) - (set() if judge else {"evaluator"})
         self.planning = False  # the planner (or replanner) is writing a plan (or revision)
         self.written: dict[int, str] = {}  # its first draft's steps by position: "tool {args}"
@@ -38,6 +55,8 @@ class Progress:
         if kind in {"node_started", "node_finished"}:
             failed = bool(event.get("failed"))
             self.node(str(event.get("node")), started=kind == "node_started", failed=failed)
+        elif kind is not None and kind.startswith(("speculative_", "speculation_")):
+            self.before_approval(event)
         elif kind == "plan_changed" and "plan" in event:
             self.board.made(event["plan"], str(event.get("by")))
         elif kind == "plan_step":
@@ -74,6 +93,20 @@ class Progress:
                 self.out.print(line, soft_wrap=False, no_wrap=True, overflow="ellipsis")
             elif line is not None:
                 self.out.print(line)
+
+    def before_approval(self, event: StepEvent) -> None:
+        """Show an event of a step run while its plan is reviewed, or what the approval kept.
+
+        No status line: a prompt may be waiting meanwhile.
+        """
+        sid = event.get("step")
+        if event.get("event") == "speculative_step_started":
+            self.early_started[sid] = time.monotonic()
+            return
+        since = self.early_started.pop(sid, None) if "step" in event else None
+        line = early.event_line(event, time.monotonic() - since if since is not None else None)
+        if line is not None:
+            self.screen.print(line, soft_wrap=False, no_wrap=True, overflow="ellipsis")
 
     def node(self, name: str, *, started: bool, failed: bool = False) -> None:
         """Show a model's work starting (status line) or ending (one line with its time).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -12,9 +13,11 @@ from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
 from planexec.cli.caller import who
 from planexec.cli.changes import same_plan
+from planexec.cli.early import plan_view_lines
 from planexec.cli.editor import edit_plan, plan_text
 from planexec.cli.failure import answer_failure
 from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
+from planexec.cli.screen import PromptLine
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
 from planexec.review.estimate import estimate_lines
@@ -67,12 +70,18 @@ class Reviewer:
         yes: bool,
         thread_id: str,
         no_revision: str | None = None,
+        screen: PromptLine | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         """Ask on ``out``; ``no_revision`` says why no plan can be revised (no planner model).
 
         Then reject (at the approval) and replan (at a failed step) are not offered.
+        ``screen`` keeps the prompt whole while lines arrive (the run goes on while a plan
+        whose read-only steps run is reviewed: the question is asked in a thread); ``loop``
+        (the run's, in the main thread) lets the editor alone take Ctrl-C from there too.
         """
         self.out, self.board, self.activity = out, board, activity
+        self.screen, self.loop = screen or PromptLine(out), loop
         self.yes, self.thread_id, self.no_revision = yes, thread_id, no_revision
         self.draft: str | None = None  # the user's last edit, until the approval takes it
         self.approving = False  # --yes answered approve: said once the approval accepts it
@@ -162,6 +171,8 @@ class Reviewer:
             self.out.print(styled((f"step {sid} produces ", "dim"), str(shape)))
         for line in [*memory_lines(request.get("memory")), *ran_lines(request.get("already_ran"))]:
             self.out.print(line)
+        for early in plan_view_lines(request):
+            self.out.print(early, soft_wrap=False, no_wrap=True, overflow="ellipsis")
         found = request.get("estimate")
         if found:
             for line in estimate_lines(found):
@@ -179,7 +190,7 @@ class Reviewer:
         while True:
             with ctrl_c_raises():
                 default = "" if said_no else " [y]"
-                typed = self.out.input(styled(("Run this plan? ", "bold"), f"{menu}{default}: "))
+                typed = self.screen.input(styled(("Run this plan? ", "bold"), f"{menu}{default}: "))
             action = read_answer(typed)
             said_no = said_no or action == "reject"
             if action == "approve" and said_no and not typed.strip():
@@ -194,7 +205,7 @@ class Reviewer:
                 return {"action": action, **reason}
             elif action == "reject":
                 with ctrl_c_raises():
-                    feedback = self.out.input("what should change? (empty: back) ").strip()
+                    feedback = self.screen.input("what should change? (empty: back) ").strip()
                 if feedback:
                     return {"action": "reject", "feedback": feedback}
             elif action == "edit":
@@ -210,7 +221,7 @@ class Reviewer:
     def edit(self, text: str, error: str | None) -> dict[str, Any] | None:
         """Edit ``text`` in the editor; return the edit answer (None: back to the menu)."""
         try:
-            with ctrl_c_for_the_editor():
+            with ctrl_c_for_the_editor(self.loop):
                 edited, self.draft, unsolved = edit_plan(text, error)
         except click.ClickException as exc:  # the editor could not start, or failed
             self.out.print(styled(("the editor failed: ", "red"), exc.format_message()))

@@ -26,7 +26,8 @@ def cut(text: str) -> Text:
 def step_table(records: Mapping[str, StepRecord]) -> Table:
     """Return the steps' statuses, attempts, timings and summaries (or errors).
 
-    A step served from a recording shows ``(replayed)`` after its status.
+    A step served from a recording shows ``(replayed)`` after its status; one whose result
+    was made while its plan was reviewed, and kept by the approval, ``(kept from review)``.
     """
     timings = Table(title="steps", title_justify="left")
     for column in ("id", "status", "attempts", "seconds"):
@@ -37,7 +38,9 @@ def step_table(records: Mapping[str, StepRecord]) -> Table:
         took = ended - started if ended and started else None
         timings.add_row(
             str(sid),
-            str(rec.get("status", "")) + (" (replayed)" if rec.get("replayed") else ""),
+            str(rec.get("status", ""))
+            + (" (replayed)" if rec.get("replayed") else "")
+            + (" (kept from review)" if rec.get("speculative") else ""),
             str(rec.get("attempts", 0)),
             f"{took:.2f}" if took is not None else "-",
             cut(one_line(rec.get("error") or rec.get("summary", ""))),
@@ -91,11 +94,22 @@ def print_thread(out: Console, thread: ThreadState) -> None:
     if values.get("plan"):
         print_plan(out, values["plan"], values.get("steps", {}))
         out.print(step_table(values.get("steps", {})))
+    for sid, early in (values.get("speculated") or {}).items():  # the plan awaits approval
+        record = early.get("record") or {}
+        said = one_line(record.get("error") or record.get("summary", ""))
+        out.print(
+            styled((f"step {sid} ran before approval (not approved yet)", "cyan"),
+                   f": {record.get('status')}: {said}"),
+            soft_wrap=False, no_wrap=True, overflow="ellipsis",
+        )  # fmt: skip
     for rev in values.get("revisions", []):
         out.print(f"revision v{rev.get('version')}: {rev.get('reason')}")
     if values.get("decisions"):
         out.print(decision_table(values["decisions"]))
     out.print(f"model use: {usage_line(values.get('usage') or {})}")
+    early_use = usage_line(values.get("speculation_usage") or {})
+    if early_use != usage_line({}):  # steps run by a model while the plan was reviewed
+        out.print(f"model use before approval: {early_use}")
     final = values.get("final")
     if final:
         status = str(final.get("status"))

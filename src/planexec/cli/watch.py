@@ -13,6 +13,7 @@ from planexec.cli.activity import Activity
 from planexec.cli.board import PlanBoard
 from planexec.cli.progress import Progress
 from planexec.cli.review import Interrupted, Reviewer
+from planexec.cli.screen import PromptLine
 from planexec.context import Context
 from planexec.errors import ConfigurationError
 from planexec.runs import RunResult, StepEvent
@@ -32,6 +33,13 @@ def planner_problem(context: Context) -> str | None:
     return None
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class Watch:
     """The screen of one run: what it prints while it streams, and who answers approvals."""
 
@@ -48,11 +56,12 @@ class Watch:
         """Print on ``out``; ``planner_missing``: why no plan can be revised (no reject)."""
         self.thread_id, self.as_json = thread_id, as_json
         self.activity, self.board = Activity(out), PlanBoard(out)
-        self.shown = Progress(out, self.activity, self.board, judge=judge)
+        screen = PromptLine(out)  # one prompt, and the lines printed while it waits
+        self.shown = Progress(out, self.activity, self.board, judge=judge, screen=screen)
         self.reviewer = Reviewer(
             out, self.board, self.activity, yes=yes, thread_id=thread_id,
             no_revision=f"revising a plan needs a planner model ({planner_missing})"
-            if planner_missing else None,
+            if planner_missing else None, screen=screen, loop=_running_loop(),
         )  # fmt: skip
 
     def progress(self, event: StepEvent) -> None:

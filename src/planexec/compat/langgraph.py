@@ -28,6 +28,7 @@ from langgraph._internal._constants import (
     RETURN,
 )
 from langgraph.checkpoint.base import BaseCheckpointSaver, PendingWrite
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import StreamWriter
 
@@ -228,4 +229,6 @@ class FailedSaves:
 
     def _record(self, fut: Any) -> None:
         if self._error is None and not fut.cancelled() and fut.exception() is not None:
+            if isinstance(fut.exception(), GraphBubbleUp):  # a node's interrupt: not a save
+                return
             self._error = fut.exception()

@@ -87,15 +87,20 @@ def abandoned_of(thread_id: str | None, step: int | None) -> list[AbandonedCall]
     return [c for c in abandoned_calls() if c["thread_id"] == thread_id and c["step"] == step]
 
 
-def refusal(scope: CallScope, name: str) -> str | None:
-    """Say why no call of ``name`` may start now (the step's earlier call runs on, or too many)."""
+def refusal(scope: CallScope, name: str, *, read_only: bool = False) -> str | None:
+    """Say why no call of ``name`` may start now (the step's earlier call runs on, or too many).
+
+    A ``read_only`` tool (declared free of side effects) may run again while the step's earlier
+    call runs on: twice at once changes nothing (e.g. a step that ran while its plan awaited
+    approval, stopped when the answer came, and now runs for the approved plan).
+    """
     running = abandoned_calls()
     own = [  # the same step's call of the same tool (a new task's step 1 is another step)
         c
         for c in running
         if c["thread_id"] == scope.thread_id and c["step"] == scope.step and c["tool"] == name
     ]
-    if scope.step is not None and own:
+    if scope.step is not None and own and not read_only:
         since = time.time() - own[0]["abandoned_at"]
         return (
             f"not started: an earlier call of this step ({own[0]['tool']}) was given up on (it "

@@ -23,6 +23,11 @@ from planexec.concurrency.abandoned import current_scope, refusal
 from planexec.concurrency.offloop import CANCEL_GRACE, OffLoopCall, OnLoopCall
 from planexec.errors import ToolError
 
+SIDE_EFFECTS = "side_effects"
+"""Tool metadata key: ``False`` if the tool is declared free of side effects (the registry's
+:data:`planexec.tools.registry.SIDE_EFFECTS`): such a tool may run again while an earlier call
+of the same step, given up on, still runs."""
+
 RETRY_ON_TIMEOUT = "retry_on_timeout"
 """Tool metadata key: ``True`` if a timed-out call of this tool may be retried (not the default).
 
@@ -78,7 +83,8 @@ async def call_isolated(tool_: BaseTool, args: dict[str, Any], config: RunnableC
     reached.
     """
     scope = current_scope()
-    if (refused := refusal(scope, tool_.name)) is not None:
+    read_only = (tool_.metadata or {}).get(SIDE_EFFECTS) is False
+    if (refused := refusal(scope, tool_.name, read_only=read_only)) is not None:
         raise ToolError(refused)
     if not is_async_tool(tool_):
         return await OffLoopCall(tool_.name, scope).run(lambda: tool_.invoke(args, config), None)

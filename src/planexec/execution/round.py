@@ -62,6 +62,9 @@ class ExecutionRound:
     """Whether the run was stopped: a step task that starts after it does not run."""
 
     speculative: bool = False
+    halted: Callable[[], str | None] | None = None
+    """Why no new step may start now, if one may not (the speculator's round: an answer to the
+    approval is coming, :mod:`planexec.execution.answers`); steps under way go on."""
     """Whether the round runs steps before their plan is approved (the speculator's): its
     steps' events are named ``speculative_step_*`` (:mod:`planexec.execution.speculation`)."""
 

@@ -16,6 +16,7 @@ and, for each dependency, that dependency's key or its finished record. The spec
 records a result under the key it ran with; the executor takes it for a step of the approved
 plan only if the key computed there is the same (:func:`adopt`, the one place that does): a step
 that was edited, or whose input (a ``$N`` reference, a dependency) changed, runs again.
+A rejection or a cancel discards them all (:func:`discard`, the one place that does).
 """
 
 from __future__ import annotations
@@ -26,9 +27,11 @@ import os
 from typing import Any, Literal, get_args
 
 from planexec.errors import ConfigurationError
+from planexec.execution.round import event_writer
 from planexec.plan.doc import step_digest, topological_order
 from planexec.plan.records import current_records, record_key
 from planexec.state import OutputFile, PlanDoc, SpeculatedStep, StepDoc, StepRecord
+from planexec.storage.outputs import OutputStore
 from planexec.tools.registry import ToolRegistry
 
 SpeculationMode = Literal["off", "tools", "models"]
@@ -73,10 +76,19 @@ def may_run_early(step: StepDoc, tools: ToolRegistry, mode: SpeculationMode) -> 
     if mode == "off":
         return False
     if step["tool"] is not None:
-        return step["tool"] in tools and not tools.has_side_effects(step["tool"])
+        return _stays_inside(step["tool"], tools)
     if mode != "models":
         return False
-    return all(t in tools and not tools.has_side_effects(t) for t in step["tools"])
+    return all(_stays_inside(t, tools) for t in step["tools"])
+
+
+def _stays_inside(name: str, tools: ToolRegistry) -> bool:
+    """Say whether a tool may run before approval: read-only, and not reaching outside.
+
+    A read-only tool that reaches outside (a web fetch) could send what a step gives it (a
+    file the step before read) before anyone reviewed the plan: it waits for the approval.
+    """
+    return name in tools and not tools.has_side_effects(name) and not tools.is_open_world(name)
 
 
 def speculation_keys(
@@ -123,16 +135,28 @@ def _sha256(content: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def where_of(workspace_root: object, executor_model: str) -> str:
+    """Return what a speculative result ran against besides its plan (its "where").
+
+    The run's workspace and its executor model (a model step's): the executor takes a result
+    only where it was made.
+    """
+    return _sha256({"workspace": str(workspace_root), "executor_model": executor_model})
+
+
 def adopt(
-    plan: PlanDoc, records: dict[str, StepRecord], speculated: dict[str, SpeculatedStep] | None
+    plan: PlanDoc,
+    records: dict[str, StepRecord],
+    speculated: dict[str, SpeculatedStep] | None,
+    where: str,
 ) -> tuple[dict[str, StepRecord], list[int]]:
     """Return ``plan``'s records with the speculative results that are its own, and their ids.
 
     The one place a result made before approval becomes a result of the (approved) plan: a
     step takes it only if it is pending, its key in ``plan`` equals the key it ran under, it
-    succeeded, and every step it depends on either had finished before or takes its own
-    speculative result too. Every other speculative result is left out (and the caller
-    discards them all).
+    succeeded, ran where the approved plan runs (``where``: :func:`where_of`), and every step
+    it depends on either had finished before or takes its own speculative result too. Every
+    other speculative result is left out (and the caller discards them all).
     """
     if not speculated:
         return records, []
@@ -149,6 +173,7 @@ def adopt(
         if (
             key is None
             or found.get("key") != key
+            or found.get("where") != where
             or record.get("status") != "succeeded"
             or record.get("step_digest") != step_digest(step, plan["goal"])
             or any(
@@ -175,3 +200,19 @@ def spilled_files(
         for sid, found in (speculated or {}).items()
         if sid not in kept and "output_file" in (found.get("record") or {})
     ]
+
+
+def discard(speculated: dict[str, SpeculatedStep] | None, outputs: OutputStore) -> dict[str, None]:
+    """Return the state update that discards every speculative result (a reject, a cancel).
+
+    Their spilled files are removed and a ``speculation_discarded`` event names their steps;
+    nothing to discard: no update, no event.
+    """
+    if not speculated:
+        return {}
+    for ref in spilled_files(speculated):
+        outputs.discard(ref)
+    write = event_writer()
+    if write is not None:
+        write({"event": "speculation_discarded", "steps": sorted(int(s) for s in speculated)})
+    return {"speculated": None}

@@ -66,6 +66,9 @@ async def execute_step(
     if (spent := _spent_budget(round_)) is not None:  # no step starts once a budget is spent
         write({"event": "step_skipped", "step": sid, "reason": spent})
         return outcome(sid, "skipped", error=f"not started: {spent}", secrets=secrets)
+    if round_.halted is not None and (why := round_.halted()) is not None:
+        write({"event": "step_skipped", "step": sid, "reason": why})
+        return outcome(sid, "skipped", error=f"not started: {why}", secrets=secrets)
     started = now()
     write({"event": "step_started", "step": sid, "tool": step["tool"], "at": started})
     try:

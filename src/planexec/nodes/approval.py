@@ -45,12 +45,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from planexec.context import ApprovalPolicy, Context, context_of
-from planexec.execution import event_writer
 from planexec.execution.speculation import (
     SpeculationMode,
     effective_mode,
     speculation_keys,
-    spilled_files,
 )
 from planexec.nodes.conversation import approval_message
 from planexec.plan import PlanValidationError, to_doc, validate_plan
@@ -100,7 +98,6 @@ from planexec.state import (
     Revision,
     State,
 )
-from planexec.storage.outputs import OutputStore
 from planexec.tools.registry import ToolRegistry
 
 
@@ -125,7 +122,6 @@ def review(
     rules: ApprovalRules | None = None,
     notifier: Notifier | None = None,
     speculation: SpeculationMode = "off",
-    outputs: OutputStore | None = None,
 ) -> dict[str, Any]:
     """Ask the reviewer once about the current plan (unless the policy needs no one).
 
@@ -232,8 +228,11 @@ def review(
         refused["asked_at"] = asked  # asked again about the same plan: the same deadline
         update = {"approval": refused}
         decision = Decision(action="refused", feedback=str(exc))
-    if update.get("approval", {}).get("action") in ("reject", "cancel"):
-        update = {**update, **discarded(state, outputs)}
+    said_no = update.get("approval", {}).get("action") in ("reject", "cancel")
+    if said_no and shown.get("speculate"):
+        # steps ran beside this question (their results are written in this same superstep,
+        # so not in state yet): the speculator, routed along, discards them all next
+        update = {**update, "approval": {**update["approval"], "speculate": True}}
     made = Decision(**said, **decision)
     _notify(notifier, "answered", config, request, made)
     send_feedback(made, config)  # once per answer: a resume reaches here once
@@ -261,23 +260,6 @@ def _speculation(state: State, early: dict[int, str]) -> SpeculationView | None:
             shown["error"] = str(record.get("error"))
         results[str(sid)] = shown
     return SpeculationView(steps=list(early), results=results)
-
-
-def discarded(state: State, outputs: OutputStore | None) -> dict[str, Any]:
-    """Return the update that discards every speculative result (a reject, a cancel).
-
-    Their spilled files are removed, and a ``speculation_discarded`` event names the steps.
-    """
-    speculated = state.get("speculated") or {}
-    if not speculated:
-        return {}
-    if outputs is not None:
-        for ref in spilled_files(speculated):
-            outputs.discard(ref)
-    write = event_writer()
-    if write is not None:
-        write({"event": "speculation_discarded", "steps": sorted(int(s) for s in speculated)})
-    return {"speculated": None}
 
 
 def _starter(state: State, config: RunnableConfig) -> dict[str, Identity]:

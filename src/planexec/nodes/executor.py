@@ -16,7 +16,9 @@ from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import patch_config, var_child_runnable_config
 from langgraph.func import task
+from langgraph.runtime import get_runtime
 
+from planexec.context import Context, context_of
 from planexec.errors import PlanNotApprovedError
 from planexec.execution import (
     ExecutionRound,
@@ -31,10 +33,16 @@ from planexec.execution import (
     run_step_blocking,
     running,
 )
-from planexec.execution.speculation import adopt, spilled_files
+from planexec.execution.speculation import (
+    SpeculationMode,
+    adopt,
+    effective_mode,
+    spilled_files,
+    where_of,
+)
 from planexec.llm.models import ChatModels
 from planexec.plan.doc import plan_digest, plan_of
-from planexec.plan.records import records_after
+from planexec.plan.records import current_records, records_after
 from planexec.state import ApprovalRecord, State, StepDoc, StepOutcome
 from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
@@ -62,6 +70,25 @@ run_step = task(_run_step)
 arun_step = task(_arun_step)
 
 
+def _speculative_step(step: StepDoc) -> StepOutcome:
+    """Durable task: a step run while its plan awaits approval (sync runs; the speculator's).
+
+    The same body as ``run_step`` under another name, so every stream (updates, tasks,
+    debug) and trace tells its result from an approved plan's.
+    """
+    return run_step_blocking(step)
+
+
+async def _aspeculative_step(step: StepDoc) -> StepOutcome:
+    """Durable task: :func:`_speculative_step` for async runs (the same task name)."""
+    return await run_step_async(step)
+
+
+_speculative_step.__name__ = _aspeculative_step.__name__ = "speculative_step"
+speculative_step = task(_speculative_step)
+aspeculative_step = task(_aspeculative_step)
+
+
 def step_task(sync_run: bool, *, speculative: bool = False) -> Callable[[StepDoc, int], StepFuture]:
     """Return the one way a run calls a step's durable task: ``call(step, plan_version)``.
 
@@ -69,9 +96,14 @@ def step_task(sync_run: bool, *, speculative: bool = False) -> Callable[[StepDoc
     threads, an async run's on its loop; both bodies run the same step:
     :func:`run_step_async`), always called through :func:`tagged_call`, so that every step's
     run is tagged with its step, whoever starts it (the executor, or the planner and
-    replanner while the plan streams).
+    replanner while the plan streams). ``speculative``: the speculator's steps, run while
+    their plan awaits approval: the task ``speculative_step``, tagged ``planexec:speculative``.
     """
-    return partial(tagged_call, run_step if sync_run else arun_step, speculative=speculative)
+    if speculative:
+        chosen = speculative_step if sync_run else aspeculative_step
+    else:
+        chosen = run_step if sync_run else arun_step
+    return partial(tagged_call, chosen, speculative=speculative)
 
 
 def tagged_call(
@@ -149,18 +181,24 @@ async def execute(
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: ChatModels,
+    speculation: SpeculationMode = "off",
     sync_run: bool = False,
 ) -> dict[str, Any]:
     """Run the pending steps (every run: a sync one runs this on planexec's background loop).
 
     ``sync_run`` says which durable step task to call (:func:`step_task`) and how to reach the
-    checkpoint store (through its sync or async API).
+    checkpoint store (through its sync or async API). ``speculation``: the operator's mode; a
+    run that does not speculate takes no speculative result.
     """
     if problem := approval_problem(state):
         return _refusal(state, problem)
     speculated = state.get("speculated")
     if speculated:  # results of steps that ran while the plan awaited approval
-        state = await asyncio.to_thread(taken_over, state, sandbox)  # touches the disk
+        ctx = context_of(get_runtime(Context).context)
+        taking = effective_mode(speculation, ctx.speculate) != "off"
+        state = await asyncio.to_thread(  # touches the disk
+            taken_over, state, sandbox, ctx, config if taking else None
+        )
     round_, to_run = await asyncio.to_thread(  # touches the disk
         partial(open_round, chat_models=chat_models),
         state,
@@ -183,16 +221,29 @@ async def execute(
     return {**update, "speculated": None} if speculated else update
 
 
-def taken_over(state: State, sandbox: Sandbox) -> State:
+def taken_over(
+    state: State, sandbox: Sandbox, ctx: Context, config: RunnableConfig | None
+) -> State:
     """Return ``state`` with the approved plan's own speculative results as its step records.
 
     :func:`planexec.execution.speculation.adopt` decides which count (the same step, the same
-    inputs); the others are discarded with their spilled files, and a
-    ``speculation_adopted`` event names both.
+    inputs, the same workspace and executor model; ``config`` None: the run does not
+    speculate, so none); a result whose spilled output file is gone (removed on another
+    branch of a fork) does not count either. The others are discarded with their spilled
+    files, and a ``speculation_adopted`` event names both.
     """
     plan, speculated = plan_of(state), state.get("speculated") or {}
-    records, adopted = adopt(plan, state.get("steps") or {}, speculated)
     store = sandbox.output_store()
+    usable = {
+        sid: found
+        for sid, found in speculated.items()
+        if "output_file" not in found["record"] or store.has(found["record"]["output_file"])
+    }
+    if config is None:
+        records, adopted = current_records(plan, state.get("steps") or {}), list[int]()
+    else:
+        where = where_of(sandbox.for_run(ctx, config).root, ctx.executor_model)
+        records, adopted = adopt(plan, state.get("steps") or {}, usable, where)
     for ref in spilled_files(speculated, keep=adopted):
         store.discard(ref)
     discarded = sorted(int(sid) for sid in speculated if int(sid) not in adopted)

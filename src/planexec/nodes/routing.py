@@ -22,16 +22,18 @@ def after_approval(state: State) -> AfterApproval | list[AfterApproval]:
 
     A refused answer asks again (one interrupt per node run, so decisions are never re-judged),
     and so does a run that only showed the plan in the chat (``presented``): beside it, the
-    speculator runs the plan's read-only steps when the approval said so (``speculate``).
+    speculator runs the plan's read-only steps when the approval said so (``speculate``), and
+    after a reject or a cancel of such a plan it runs again, to discard their results.
     """
     record = state.get("approval") or {}
     action = record.get("action")
     if action == "presented" and record.get("speculate"):
         return ["approval", "speculator"]
-    if action == "reject":
-        return "planner"
-    if action == "cancel":
-        return "finalizer"
+    if action in ("reject", "cancel"):
+        after: AfterApproval = "planner" if action == "reject" else "finalizer"
+        # results speculated now (not in state yet: the flag) or before (in state)
+        discarding = record.get("speculate") or state.get("speculated")
+        return [after, "speculator"] if discarding else after
     if action in ("refused", "presented"):
         return "approval"
     return "executor"

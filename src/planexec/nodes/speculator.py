@@ -5,9 +5,12 @@ at once (an async stream shows the request at once), and this node runs the step
 :func:`planexec.execution.speculation.speculation_keys` allows, as the executor would (the same
 durable step task, slots and budget), tagged ``planexec:speculative``; their events are named
 ``speculative_step_*``. It writes their results to ``speculated`` (each under the key it ran
-with) and their spending to ``speculation_usage``. The executor adopts a result only for an
-approved step with the same key (:func:`planexec.execution.speculation.adopt`); a rejection or a
-cancel discards them all.
+with), their spending to ``speculation_usage`` and its working time to ``busy_seconds`` (the
+time budget counts it, as every node's). The executor adopts a result only for an
+approved step with the same key (:func:`planexec.execution.speculation.adopt`). After a
+rejection or a cancel of the plan this node runs once more and discards them all
+(:func:`planexec.execution.speculation.discard`): results are written in the superstep the
+answer is given in, so the approval node itself never sees them in state.
 
 It stops when the run is stopped (a closed stream, Ctrl-C, a server's cancel), when the
 request expires, and when the approval is answered: the answer's run runs this node again
@@ -18,7 +21,7 @@ only if it had not ended, and it then starts nothing new and takes back what had
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -35,8 +38,15 @@ from planexec.execution import (
     publisher,
     running,
 )
+from planexec.execution.answers import AnswerWatch
 from planexec.execution.outcomes import ran_digest, round_usage
-from planexec.execution.speculation import SpeculationMode, effective_mode, speculation_keys
+from planexec.execution.speculation import (
+    SpeculationMode,
+    discard,
+    effective_mode,
+    speculation_keys,
+    where_of,
+)
 from planexec.execution.streaming import ahold_place, hold_place
 from planexec.execution.tasks import result_of
 from planexec.llm.models import ChatModels
@@ -45,19 +55,26 @@ from planexec.plan.doc import plan_digest, step_digest
 from planexec.plan.records import record_key, to_record
 from planexec.review.authority import ApprovalRules
 from planexec.review.checks import plan_problems, step_limit
+from planexec.review.identity import on_server
 from planexec.state import SpeculatedStep, State, StepDoc, StepOutcome
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox
 
 
 def steps_to_speculate(
-    state: State, tools: ToolRegistry, mode: SpeculationMode, max_steps: int
+    state: State,
+    tools: ToolRegistry,
+    mode: SpeculationMode,
+    max_steps: int,
+    have: dict[str, SpeculatedStep],
 ) -> tuple[dict[int, str], list[int]]:
     """Return the keys of the steps that may run early, and those not run yet (in run order).
 
-    Nothing runs for a plan that is not the one shown (a state edit since), nor for an invalid
-    one. A step already speculated under the same key is not run again; a step whose
-    dependency's speculative result failed is not run.
+    ``have``: the results already speculated here (same workspace and model). Nothing runs for
+    a plan that is not the one shown (a state edit since), nor for an invalid one. A step
+    already speculated under the same key is not run again; a step runs only if each
+    dependency that is not finished runs too or has a result under its own key, which
+    succeeded (never waiting for a result that will not come).
     """
     plan, shown = state.get("plan"), state.get("approval") or {}
     if mode == "off" or plan is None or shown.get("action") != "presented":
@@ -65,24 +82,23 @@ def steps_to_speculate(
     if shown.get("digest") != plan_digest(plan) or plan_problems(plan, tools, max_steps):
         return {}, []
     keys = speculation_keys(plan, state.get("steps") or {}, tools, mode)
-    have = state.get("speculated") or {}
     steps = {s["id"]: s for s in plan["steps"]}
     to_run: list[int] = []
-    for sid, key in keys.items():  # in run order
-        found = have.get(record_key(sid))
-        if found is not None and found.get("key") == key:
+    for sid, key in keys.items():  # in run order: a dependency comes before its dependents
+        if _result(have, sid, key) is not None:
             continue
-        deps = steps[sid]["depends_on"]
-        if any(_failed_early(have.get(record_key(d)), keys.get(d)) for d in deps):
-            continue
-        if any(d in keys and d not in to_run and record_key(d) not in have for d in deps):
-            continue
-        to_run.append(sid)
+        speculative_deps = [d for d in steps[sid]["depends_on"] if d in keys]
+        if all(d in to_run or _result(have, d, keys[d]) == "succeeded" for d in speculative_deps):
+            to_run.append(sid)
     return keys, to_run
 
 
-def _failed_early(found: Any, key: str | None) -> bool:
-    return bool(found) and found.get("key") == key and found["record"].get("status") != "succeeded"
+def _result(have: dict[str, SpeculatedStep], sid: int, key: str) -> str | None:
+    """Return how the step's result under ``key`` ended (None: there is none)."""
+    found = have.get(record_key(sid))
+    if found is None or found.get("key") != key:
+        return None
+    return str(found["record"].get("status"))
 
 
 async def speculate(
@@ -96,21 +112,34 @@ async def speculate(
     rules: ApprovalRules,
     sync_run: bool = False,
 ) -> dict[str, Any]:
-    """Run the steps that may run before approval; return their results as ``speculated``."""
+    """Run the steps that may run before approval; return their results as ``speculated``.
+
+    Routed along after a reject or a cancel of the plan, it discards them all instead.
+    """
+    if (state.get("approval") or {}).get("action") in ("reject", "cancel"):
+        return discard(state.get("speculated"), sandbox.output_store())
     ctx = context_of(get_runtime(Context).context)
     mode = effective_mode(operator_mode, ctx.speculate)
-    keys, ids = steps_to_speculate(state, tools, mode, step_limit(state, ctx))
+    if mode == "off":
+        return {}
+    workspace = await asyncio.to_thread(sandbox.for_run, ctx, config)  # touches the disk
+    where = where_of(workspace.root, ctx.executor_model)
+    have = {
+        sid: found
+        for sid, found in (state.get("speculated") or {}).items()
+        if found.get("where") == where
+    }
+    keys, ids = steps_to_speculate(state, tools, mode, step_limit(state, ctx), have)
     if not ids:
         return {}
     left = _seconds_left(state, rules)
     if left is not None and left <= 0:
         return {}
     finished, answered = await _earlier_attempt(config, sync_run=sync_run)
-    have = state.get("speculated") or {}
-    done = {
-        key: found["record"]
-        for key, found in have.items()
-        if int(key) in keys and found.get("key") == keys[int(key)]
+    done = {  # earlier results its steps read
+        sid: found["record"]
+        for sid, found in have.items()
+        if int(sid) in keys and _result(have, int(sid), keys[int(sid)]) == "succeeded"
     }
     round_, to_run = await asyncio.to_thread(  # touches the disk
         partial(open_round, chat_models=chat_models),
@@ -123,6 +152,8 @@ async def speculate(
         done=done,
     )
     round_.speculative = True
+    watch = AnswerWatch(_thread_of(config), plan_digest(round_.plan))
+    round_.halted = watch.coming  # an answer is coming: no new step starts (answers.py)
     write = event_writer()
     starting = [s["id"] for s in to_run if not answered or ran_digest(s) in finished]
     if write is not None and starting:
@@ -142,7 +173,7 @@ async def speculate(
         futures = [f for _, f in calls]
         stopped = False
         try:
-            async with asyncio.timeout(left):
+            async with asyncio.timeout(left), watch.watching(on_server(config)):
                 await all_ended(futures, round_)
         except TimeoutError:  # the request expired: its steps were stopped
             stopped = True
@@ -152,19 +183,22 @@ async def speculate(
     if write is not None and starting:
         ended = {"event": "speculation_ended", "steps": [o["id"] for o in kept]}
         write({**ended, "stopped": stopped or answered})
+    # its working time counts for the run's time budget, as every node's does
+    worked = {"busy_seconds": round_.budget.elapsed()} if round_.budget is not None else {}
     if not kept:
-        return {}
+        return worked
     steps = {s["id"]: s for s in to_run}
     goal = round_.plan["goal"]
     speculated = {
         record_key(o["id"]): SpeculatedStep(
             key=keys[o["id"]],
+            where=where,
             version=version,
             record=to_record(o, step_digest(steps[o["id"]], goal), judged_retry=False),
         )
         for o in kept
     }
-    return {"speculated": speculated, "speculation_usage": round_usage(kept)}
+    return {"speculated": speculated, "speculation_usage": round_usage(kept), **worked}
 
 
 def _ended(step: StepDoc, future: StepFuture) -> StepOutcome | None:
@@ -178,12 +212,16 @@ def _ended(step: StepDoc, future: StepFuture) -> StepOutcome | None:
 
 
 def _seconds_left(state: State, rules: ApprovalRules) -> float | None:
-    """Return the seconds until the approval request expires (None: it never does)."""
+    """Return the seconds left to speculate: until half the request's time has passed.
+
+    None when the request never expires. Half: a sync caller gets the question only when the
+    speculation ends, and must still have half its time to answer it.
+    """
     asked = (state.get("approval") or {}).get("asked_at")
-    expires = rules.expires_at(asked) if asked else None
-    if expires is None:
+    if not asked or rules.expires_after is None:
         return None
-    return (datetime.fromisoformat(expires) - datetime.now(UTC)).total_seconds()
+    half = datetime.fromisoformat(asked) + timedelta(seconds=rules.expires_after / 2)
+    return (half - datetime.now(UTC)).total_seconds()
 
 
 async def _earlier_attempt(
@@ -211,3 +249,8 @@ async def _earlier_attempt(
         if isinstance(value, dict) and "ran" in value
     )
     return finished, holds_answer(writes)
+
+
+def _thread_of(config: RunnableConfig) -> str | None:
+    thread = (config.get("configurable") or {}).get("thread_id")
+    return str(thread) if thread is not None else None

@@ -13,6 +13,7 @@ from langgraph.store.base import BaseStore
 
 from planexec.admission import PlanexecGraph
 from planexec.context import ApprovalPolicy, Context
+from planexec.execution.speculation import SpeculationMode
 from planexec.graph import build_graph
 from planexec.recording import Recording
 from planexec.runs.db import RunError, aopen_saver, aopen_store, open_saver, open_store, redact
@@ -62,6 +63,7 @@ class Runs:
         models: Mapping[str, BaseChatModel] | None = None,
         caller: Caller | None = None,
         recording: Recording | None = None,
+        speculate: bool | SpeculationMode | None = None,
     ) -> None:
         """Keep runs in ``checkpointer`` (``db`` names it in messages and guards workspaces).
 
@@ -69,9 +71,12 @@ class Runs:
         ``models`` pins a role's chat model for every run (``build_graph(models=...)``).
         ``caller`` goes into the config of every run started or resumed here.
         ``recording`` records or replays the tool calls of every run here
-        (``build_graph(recording=...)``).
+        (``build_graph(recording=...)``). ``speculate`` is the operator's speculation mode
+        (``build_graph(speculate=...)``; unset: ``$PLANEXEC_SPECULATE``): runs whose context
+        asks for it (``Context.speculate``) run read-only steps while their plan is reviewed.
         """
         self.checkpointer, self.db, self.approval = checkpointer, db, approval
+        self.speculate = speculate
         self.caller, self.recording = caller, recording
         self.tools = ToolRegistry.of(tools) if tools is not None else None
         self.store, self.models = store, models
@@ -87,6 +92,7 @@ class Runs:
         approval: ApprovalPolicy | None = None,
         caller: Caller | None = None,
         recording: Recording | None = None,
+        speculate: bool | SpeculationMode | None = None,
     ) -> Iterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the sync methods.
 
@@ -94,7 +100,7 @@ class Runs:
         """
         with open_saver(db) as saver, open_store(db) as store:
             yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller,
-                      recording=recording)  # fmt: skip
+                      recording=recording, speculate=speculate)  # fmt: skip
 
     @classmethod
     @asynccontextmanager
@@ -106,11 +112,12 @@ class Runs:
         approval: ApprovalPolicy | None = None,
         caller: Caller | None = None,
         recording: Recording | None = None,
+        speculate: bool | SpeculationMode | None = None,
     ) -> AsyncIterator[Runs]:
         """Open ``db`` (SQLite path or ``postgresql://`` URL) for the async methods."""
         async with aopen_saver(db) as saver, aopen_store(db) as store:
             yield cls(saver, db=db, tools=tools, approval=approval, store=store, caller=caller,
-                      recording=recording)  # fmt: skip
+                      recording=recording, speculate=speculate)  # fmt: skip
 
     def graph(
         self, sandbox: Sandbox | None = None, context: Context | None = None
@@ -130,6 +137,7 @@ class Runs:
                 store=self.store,
                 models=self.models,
                 recording=self.recording,
+                speculate=self.speculate,
             )
         return self._graphs[key]
 

@@ -1,8 +1,22 @@
-"""Stream a run to its end, passing on step events and answering approval interrupts."""
+"""Stream a run to its end, passing on step events and answering approval interrupts.
+
+While a request waits, a run may go on (speculation: its read-only steps run beside the
+question, :mod:`planexec.nodes.speculator`). :func:`adrive` then asks ``decide`` at once, in a
+thread of its own, while the stream's events keep arriving. An answer given before the stream
+ends says so (:func:`planexec.execution.answers.stop_speculating`: no new early step starts,
+those under way finish and are kept, so the stream ends soon and nothing runs twice); a cancel
+closes the stream at once instead (:func:`stops_the_run`). Then the run resumes with the
+answer. The sync :func:`drive` gets the request only when LangGraph's sync stream ends the
+superstep, so it asks once the speculation has ended.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+import contextlib
+import contextvars
+import threading
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -10,6 +24,7 @@ from langgraph.types import Command
 
 from planexec.admission import PlanexecGraph
 from planexec.context import Context
+from planexec.execution.answers import stop_speculating
 from planexec.runs.db import RunError
 from planexec.runs.types import Caller, Decide, OnEvent, ReviewRequest, StepEvent
 
@@ -94,6 +109,7 @@ class Driven:
         """Drive a run of ``config`` that starts (or resumes) with ``payload``."""
         self.config, self.payload, self.on_event, self.decide = config, payload, on_event, decide
         self.pending: ReviewRequest | None = None
+        self.answer: Mapping[str, Any] | None = None  # given while the run went on
         self.refused = 0
         self.streams = 0
 
@@ -112,9 +128,23 @@ class Driven:
         if self.pending is None or self.decide is None:
             return False
         self.refused = check_refusals(self.refused, self.payload, self.pending, self.config)
-        self.payload = Command(resume=dict(self.decide(self.pending)))
-        self.pending = None
+        answer = self.answer if self.answer is not None else self.decide(self.pending)
+        self.payload = Command(resume=dict(answer))
+        self.pending, self.answer = None, None
         return True
+
+    def asks_while_running(self) -> bool:
+        """Say whether to ask ``decide`` now, while the stream goes on (and not at its end).
+
+        So it is for a plan whose read-only steps run while it is asked about (its request's
+        ``speculation``): the reviewer reads while they run.
+        """
+        return (
+            self.decide is not None
+            and self.pending is not None
+            and self.pending["type"] == "plan_approval"
+            and "speculation" in self.pending
+        )
 
 
 def drive(
@@ -147,10 +177,106 @@ async def adrive(
     """Async :func:`drive`."""
     run = Driven(config, payload, on_event, decide)
     while run.stream_again():
-        parts = graph.astream(run.payload, config, context=context, stream_mode=STREAM)
-        async for mode, chunk in parts:
-            run.take(mode, chunk)
+        await _astream(graph, context, run)
     return (await graph.aget_state(config)).values, run.pending
+
+
+async def _astream(graph: PlanexecGraph, context: Context, run: Driven) -> None:
+    """Stream the run once; a request asked while the run goes on is answered meanwhile.
+
+    ``decide`` is asked in a thread as soon as such a request arrives (the stream's events keep
+    coming). Once it answers, the speculation starts no new step and the stream is read to its
+    end (the steps under way finish), or closed at once for a cancel (:func:`stops_the_run`).
+    The answer is kept for the next stream (:meth:`Driven.stream_again`).
+    """
+    answered: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
+    asking = False
+
+    def took(mode: str, chunk: Any) -> None:
+        nonlocal asking
+        run.take(mode, chunk)
+        decide, request = run.decide, run.pending
+        if not asking and decide and request and run.asks_while_running():
+            asking = True
+            answer_in_thread(decide, request, answered)
+
+    parts = graph.astream(run.payload, run.config, context=context, stream_mode=STREAM)
+    reading: asyncio.Future[Any] = asyncio.ensure_future(_read(parts, took))
+    try:
+        await asyncio.wait([reading, answered], return_when=asyncio.FIRST_COMPLETED)
+        if not reading.done() and run.pending is not None:  # answered while the run goes on
+            stop_speculating(thread_of(run.config), run.pending.get("digest"))
+        if not reading.done() and stops_the_run(answered):
+            reading.cancel()  # closes the stream: the run's work stops
+            with contextlib.suppress(asyncio.CancelledError):
+                await reading
+        else:
+            await reading  # to its end (or its failure)
+        if asking:
+            run.answer = await answered
+    finally:
+        reading.cancel()
+        answered.cancel()
+
+
+def stops_the_run(answered: asyncio.Future[Mapping[str, Any]]) -> bool:
+    """Say whether an answer given while the run goes on stops it at once (closes its stream).
+
+    A cancel does, and so does a failure to answer (nobody answered: the run waits): nothing
+    of the speculation will be used, nor does anything run after it. Any other answer does
+    not: a stopped step's tool call would run on in its thread and keep that step (of the
+    approved plan, or of a revision) from running again until it ends; the steps under way
+    finish instead, and the approved plan keeps each unchanged one.
+    """
+    if not answered.done() or answered.cancelled() or answered.exception() is not None:
+        return answered.done()
+    return answered.result().get("action") == "cancel"
+
+
+def thread_of(config: RunnableConfig) -> str:
+    """Return the thread id of a run's config."""
+    return str((config.get("configurable") or {}).get("thread_id"))
+
+
+async def _read(parts: AsyncIterator[Any], took: Callable[[str, Any], None]) -> None:
+    """Read a stream to its end, passing on each part; cancelled, it closes the stream."""
+    try:
+        async for mode, chunk in parts:
+            took(mode, chunk)
+    finally:
+        await parts.aclose()  # type: ignore[attr-defined]  # an async generator
+
+
+def answer_in_thread(
+    decide: Decide, request: ReviewRequest, answered: asyncio.Future[Mapping[str, Any]]
+) -> None:
+    """Ask ``decide`` in a thread of its own; its answer (or failure) settles ``answered``.
+
+    A daemon thread, not the loop's executor: a prompt nobody answers (the run was stopped
+    by Ctrl-C) must not keep the process from exiting.
+    """
+    loop, context = asyncio.get_running_loop(), contextvars.copy_context()
+
+    def settle(answer: Mapping[str, Any] | None, failure: BaseException | None) -> None:
+        if answered.done():  # nobody waits any more (the run stopped)
+            return
+        if failure is not None:
+            answered.set_exception(failure)
+        else:
+            answered.set_result(answer or {})
+
+    def ask() -> None:
+        try:
+            answer: Mapping[str, Any] = context.run(decide, request)
+        except BaseException as exc:  # handed to the waiting run
+            failure: BaseException | None = exc
+            answer = {}
+        else:
+            failure = None
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+            loop.call_soon_threadsafe(settle, answer, failure)
+
+    threading.Thread(target=ask, name="planexec-decide", daemon=True).start()
 
 
 def check_refusals(

@@ -38,6 +38,13 @@ class StepEvent(TypedDict, total=False):
     its work did not complete), ``plan_changed`` (``plan``, ``by`` the node that made it) and
     ``plan_approved`` (``by``: ``reviewer`` or ``policy``, once the approval accepted the plan;
     ``approver``: who approved it, as the approval recorded it in ``decisions``).
+
+    Speculation (``Context.speculate``: read-only steps run while the plan is reviewed):
+    ``speculation_started`` and ``speculation_ended`` (``steps``; ``answered``, ``stopped``),
+    each such step's ``speculative_step_started``/``_finished``/``_failed``/``_skipped`` (as
+    ``step_*``: its result is not approved yet), ``speculation_adopted`` (``steps`` the
+    approved plan keeps, ``discarded`` the others) and ``speculation_discarded`` (``steps``:
+    the plan was rejected or cancelled).
     """
 
     event: str
@@ -56,6 +63,10 @@ class StepEvent(TypedDict, total=False):
     failed: bool
     plan: PlanDoc
     approver: Caller
+    steps: list[int]
+    discarded: list[int]
+    answered: bool
+    stopped: bool
 
 
 OnEvent = Callable[[StepEvent], object]

@@ -13,7 +13,9 @@ def default_registry() -> ToolRegistry:
     declared = {**files.FILE_FIELDS, **data.FILE_FIELDS}
     registry = ToolRegistry()
     for item in [*files.FILE_TOOLS, *data.DATA_TOOLS]:
-        registry.register(item, side_effects=False, file_fields=declared.get(item.name, ()))
+        registry.register(  # they read the run's workspace only
+            item, side_effects=False, open_world=False, file_fields=declared.get(item.name, ())
+        )
     for item in [*files.SIDE_EFFECT_FILE_TOOLS, *data.SIDE_EFFECT_DATA_TOOLS]:
         registry.register(item, side_effects=True, file_fields=declared.get(item.name, ()))
     return registry

@@ -13,18 +13,22 @@ from langchain_core.tools import BaseTool, Tool
 from langchain_core.tools import tool as as_tool
 from pydantic import BaseModel, create_model
 
-from planexec.concurrency.toolcalls import RUNS_ON_LOOP, is_async_tool, on_loop
+from planexec.concurrency.toolcalls import RUNS_ON_LOOP, SIDE_EFFECTS, is_async_tool, on_loop
 from planexec.errors import ConfigurationError, ToolNameClashError
 from planexec.plan.compact import STEP_FIELDS
 from planexec.plan.shapes import compact
 from planexec.tools import returns
 from planexec.tools.returns import OUTPUT_SCHEMA
 
-SIDE_EFFECTS = "side_effects"
-"""Metadata key of whether a tool writes, deletes or sends something (True or False).
-
-A tool that does not declare it counts as side-effecting (:meth:`ToolRegistry.has_side_effects`).
-"""
+# SIDE_EFFECTS ("side_effects"): the metadata key of whether a tool writes, deletes or sends
+# something (True or False); one that does not declare it counts as side-effecting
+# (:meth:`ToolRegistry.has_side_effects`). Defined by the layer below, which reads it too.
+OPEN_WORLD = "open_world"
+"""Metadata key of whether a tool reaches outside the run's workspace (the network, other
+systems: True) or only reads the workspace and its own inputs (False). Declared nowhere: it
+counts as reaching outside (:meth:`ToolRegistry.is_open_world`). Only a read-only tool that
+declares ``open_world=False`` may run before its plan is approved (speculation): a read-only
+tool that reaches outside could send the data it is given before anyone reviewed the plan."""
 UNDECLARED_NOTE = "side effects not declared"
 """Why an approval names a tool that declares nothing as side-effecting."""
 ACCEPTED = (
@@ -106,6 +110,7 @@ class ToolRegistry:
         item: BaseTool | Callable[..., Any],
         *,
         side_effects: bool | None = None,
+        open_world: bool | None = None,
         file_fields: Sequence[str] | None = None,
         typical_latency: float | None = None,
         runs_on_loop: bool | None = None,
@@ -116,6 +121,9 @@ class ToolRegistry:
 
         ``side_effects`` says whether the tool writes, deletes or sends something (else its
         ``metadata["side_effects"]``; declared nowhere: it counts as side-effecting).
+        ``open_world`` says whether it reaches outside the run's workspace (else its
+        ``metadata["open_world"]``; declared nowhere: it does): only a tool declared free of
+        both may run while its plan awaits approval (:data:`OPEN_WORLD`).
         A name already registered is a :class:`ToolNameClashError` naming both tools, unless
         ``replace=True`` (then the new tool takes the name).
 
@@ -146,6 +154,10 @@ class ToolRegistry:
             marks[SIDE_EFFECTS] = _checked_side_effects(tool_.name, side_effects)
         else:
             _checked_side_effects(tool_.name, (tool_.metadata or {}).get(SIDE_EFFECTS))
+        if open_world is not None:
+            marks[OPEN_WORLD] = _checked_mark(tool_.name, OPEN_WORLD, open_world)
+        else:
+            _checked_mark(tool_.name, OPEN_WORLD, (tool_.metadata or {}).get(OPEN_WORLD))
         if file_fields is not None:
             marks[FILE_FIELDS] = tuple(file_fields)
         if typical_latency is not None:
@@ -207,6 +219,16 @@ class ToolRegistry:
         """
         declared = self._declared(name)
         return True if declared is None else declared
+
+    def is_open_world(self, name: str) -> bool:
+        """Say whether a tool may reach outside the run's workspace (see :data:`OPEN_WORLD`).
+
+        True unless it declares ``open_world=False`` (at registration, in its metadata, or by
+        its MCP ``openWorldHint``); an unknown tool counts as open too.
+        """
+        found = self._tools.get(name)
+        value = (found.metadata or {}).get(OPEN_WORLD) if found is not None else None
+        return value is not False
 
     def side_effect_note(self, name: str) -> str | None:
         """Say why a side-effecting tool counts as one, when it is not simply declared so.
@@ -439,6 +461,13 @@ def _function_tool(item: Callable[..., Any]) -> BaseTool:
     if isinstance(declared, Mapping):
         made.metadata = {**dict(declared), **(made.metadata or {})}
     return made
+
+
+def _checked_mark(name: str, key: str, value: object) -> bool | None:
+    """Return a True/False mark; refuse one that is neither True, False nor absent."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise ConfigurationError(f"{name}: {key} must be True or False, not {value!r}")
 
 
 def _checked_side_effects(name: str, value: object) -> bool | None:

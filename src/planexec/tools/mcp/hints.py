@@ -9,7 +9,9 @@ idempotent, open world):
 * anything else (destructive, unannotated, or writing without destroying) → side-effecting,
   named at approval with why (``destructive per the server's hint``, ``no hints: may write
   or delete``...);
-* ``idempotentHint`` → a timed-out call may be retried; without it, never.
+* ``idempotentHint`` → a timed-out call may be retried; without it, never;
+* ``openWorldHint`` false → it stays inside (with ``readOnlyHint``, it may run while its plan
+  awaits approval); absent or true → it may reach outside.
 
 The operator's overrides (:class:`~planexec.tools.mcp.config.ToolHints`) replace the server's
 hints they name.
@@ -27,6 +29,8 @@ from planexec.tools.mcp.config import ToolHints
 
 SIDE_EFFECTS = "side_effects"
 """The registry's side-effects key (:data:`planexec.tools.registry.SIDE_EFFECTS`)."""
+OPEN_WORLD = "open_world"
+"""The registry's open-world key (:data:`planexec.tools.registry.OPEN_WORLD`)."""
 MCP_KEY = "mcp"
 """The registry's key of an MCP tool's server, hints and why it has side effects
 (:data:`planexec.tools.registry.MCP_KEY`)."""
@@ -99,6 +103,7 @@ def marks(
         why = f"writes, not destructive, {by}"
     return {
         SIDE_EFFECTS: not read_only,
+        OPEN_WORLD: hints["open_world"] is not False,  # the spec's default: open world
         RETRY_ON_TIMEOUT: hints["idempotent"] is True,
         MCP_KEY: {
             "server": server,
