@@ -58,15 +58,16 @@ DECLARATIONS: dict[str, tuple[str, ...]] = {
     "shipped": (),
     "+ clean_data, generate_chart read-only": ("clean_data", "generate_chart"),
 }
-"""Each declaration of the tools: the tools an operator declares free of side effects besides
-the shipped declarations."""
+"""Each declaration of the tools: the tools an operator declares free of side effects (and
+closed to the outside world: they write only into the run's workspace) besides the shipped
+declarations."""
 
 
 def registry(read_only: tuple[str, ...]) -> ToolRegistry:
-    """The shipped tools, with ``read_only`` also declared free of side effects."""
+    """The shipped tools, with ``read_only`` also declared free of side effects, closed world."""
     tools = default_registry()
     for name in read_only:
-        tools.register(tools.get(name), side_effects=False, replace=True)
+        tools.register(tools.get(name), side_effects=False, open_world=False, replace=True)
     return tools
 
 

@@ -239,7 +239,6 @@ def build_graph(
             tools=registry,
             sandbox=box,
             chat_models=chat,
-            speculation=speculation,
         ),
     )
     builder.add_node(

@@ -281,7 +281,7 @@ def test_a_cancel_given_while_read_only_steps_run_keeps_none_of_their_results(en
 def test_a_sync_run_asks_once_the_read_only_steps_ended_and_keeps_them(env):
     # LangGraph's sync stream gives the interrupt only when the superstep (the speculation) ends
     SPECULATED_CALLS.clear()
-    seen = []
+    seen, shown = [], []
     tools = speculating_tools()
     with Runs.open(str(env / "runs.sqlite"), tools=tools, speculate="tools") as runs:
         context = Context(speculate=True, max_replans=0)
@@ -289,9 +289,13 @@ def test_a_sync_run_asks_once_the_read_only_steps_ended_and_keeps_them(env):
         result = runs.start(
             request,
             on_event=lambda e: seen.append(e["event"]),
-            decide=lambda r: seen.append("asked") or {"action": "approve"},
+            decide=lambda r: seen.append("asked") or shown.append(r) or {"action": "approve"},
         )
     assert result.status == "succeeded"
     assert seen.index("asked") > seen.index("speculation_ended")
+    # asked once they ended, the reviewer sees their results, not approved
+    results = shown[0]["speculation"]["results"]
+    assert sorted(results) == ["1", "2", "3", "5"]
+    assert all(r["status"] == "succeeded" and r["approved"] is False for r in results.values())
     assert all(result.values["steps"][s].get("speculative") for s in ("1", "2", "3", "5"))
     assert sorted(c[1] for c in SPECULATED_CALLS if c[0] == "look") == ["a", "b", "c", "d"]

@@ -158,7 +158,8 @@ def test_without_speculate_the_plan_waits_for_the_approval(env, monkeypatch):
 def test_a_wrong_speculate_mode_is_one_line(env):
     result = runner.invoke(app, run_args(env, "--speculate", "everything"))
     assert result.exit_code == 2
-    assert "--speculate takes tools or models (or off), not 'everything'" in result.output
+    said = "--speculate (or $PLANEXEC_SPECULATE) takes tools or models (or off), not 'everything'"
+    assert said in result.output
 
 
 SLOW_PLAN = plan_of(  # read-only steps that take long enough to finish while the prompt waits

@@ -96,8 +96,8 @@ def speculation(given: str | None, *, yes: bool) -> SpeculationMode:
         return operator_mode(given)
     except ConfigurationError:
         raise UserError(
-            f"--speculate takes {' or '.join(m for m in MODES if m != 'off')} (or off), "
-            f"not {given!r}"
+            f"--speculate (or $PLANEXEC_SPECULATE) takes "
+            f"{' or '.join(m for m in MODES if m != 'off')} (or off), not {given!r}"
         ) from None
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -25,47 +26,62 @@ from langgraph_sdk import get_client
 POLL_SECONDS = 0.2
 """How often a speculating run on the server looks for a queued answer."""
 
-_COMING: set[tuple[str, str | None]] = set()
+KEPT_SECONDS = 3600.0
+"""How long what :func:`stop_speculating` said is kept if no speculation reads it."""
+
+_COMING: dict[tuple[str, str | None], float] = {}
+"""(thread id, request digest or None) -> when an answer was said to be coming (epoch s)."""
 _LOCK = threading.Lock()
 
 
 def stop_speculating(thread_id: str, digest: str | None = None) -> None:
     """Say that an answer to the approval of ``thread_id`` is coming: start no new early step.
 
-    ``digest`` (the request's) limits it to that plan's question; None: any question of the
-    thread. Steps under way finish and are kept, so the stream ends soon and nothing runs
+    It holds for the question the thread waits on now (one asked before this call): a call
+    made while nothing is asked, or a late one after the question was answered, stops nothing
+    later. ``digest`` (the request's) limits it to that plan's question; None: the thread's
+    question. Steps under way finish and are kept, so the stream ends soon and nothing runs
     twice; then resume the thread with the answer. Call it from any thread.
     """
+    now = time.time()
     with _LOCK:
-        _COMING.add((str(thread_id), digest))
+        for said, at in list(_COMING.items()):
+            if now - at > KEPT_SECONDS:
+                del _COMING[said]
+        _COMING[(str(thread_id), digest)] = now
 
 
-def _said(thread_id: str, digest: str) -> bool:
+def _said_since(thread_id: str, digest: str, since: float) -> bool:
     with _LOCK:
-        return (thread_id, digest) in _COMING or (thread_id, None) in _COMING
+        times = [_COMING.get((thread_id, digest)), _COMING.get((thread_id, None))]
+    return any(at is not None and at >= since for at in times)
 
 
 def _forget(thread_id: str, digest: str) -> None:
     with _LOCK:
-        _COMING.discard((thread_id, digest))
-        _COMING.discard((thread_id, None))
+        _COMING.pop((thread_id, digest), None)
+        _COMING.pop((thread_id, None), None)
 
 
 class AnswerWatch:
     """Whether an answer to one approval request is coming (see the module)."""
 
-    def __init__(self, thread_id: str | None, digest: str) -> None:
-        """Watch the question about the plan of ``digest`` on ``thread_id``."""
-        self.thread_id, self.digest = thread_id, digest
+    def __init__(self, thread_id: str | None, digest: str, asked_at: float) -> None:
+        """Watch the question about the plan of ``digest`` on ``thread_id``, asked then."""
+        self.thread_id, self.digest, self.asked_at = thread_id, digest, asked_at
         self.queued = False
+        self.stopped = False
+        """Whether a step was kept from starting because an answer was coming."""
 
     def coming(self) -> str | None:
         """Return why no new step should start (an answer is coming), or None."""
+        why = None
         if self.queued:
-            return "a run is waiting on the thread (the approval was answered)"
-        if self.thread_id is not None and _said(self.thread_id, self.digest):
-            return "the approval was answered"
-        return None
+            why = "a run is waiting on the thread (the approval was answered)"
+        elif self.thread_id is not None and _said_since(self.thread_id, self.digest, self.asked_at):
+            why = "the approval was answered"
+        self.stopped = self.stopped or why is not None
+        return why
 
     @contextlib.asynccontextmanager
     async def watching(self, on_server: bool) -> AsyncIterator[None]:

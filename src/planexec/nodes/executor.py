@@ -33,16 +33,10 @@ from planexec.execution import (
     run_step_blocking,
     running,
 )
-from planexec.execution.speculation import (
-    SpeculationMode,
-    adopt,
-    effective_mode,
-    spilled_files,
-    where_of,
-)
+from planexec.execution.speculation import adopt, spilled_files, where_of
 from planexec.llm.models import ChatModels
 from planexec.plan.doc import plan_digest, plan_of
-from planexec.plan.records import current_records, records_after
+from planexec.plan.records import records_after
 from planexec.state import ApprovalRecord, State, StepDoc, StepOutcome
 from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
@@ -181,24 +175,19 @@ async def execute(
     tools: ToolRegistry,
     sandbox: Sandbox,
     chat_models: ChatModels,
-    speculation: SpeculationMode = "off",
     sync_run: bool = False,
 ) -> dict[str, Any]:
     """Run the pending steps (every run: a sync one runs this on planexec's background loop).
 
     ``sync_run`` says which durable step task to call (:func:`step_task`) and how to reach the
-    checkpoint store (through its sync or async API). ``speculation``: the operator's mode; a
-    run that does not speculate takes no speculative result.
+    checkpoint store (through its sync or async API).
     """
     if problem := approval_problem(state):
         return _refusal(state, problem)
     speculated = state.get("speculated")
     if speculated:  # results of steps that ran while the plan awaited approval
         ctx = context_of(get_runtime(Context).context)
-        taking = effective_mode(speculation, ctx.speculate) != "off"
-        state = await asyncio.to_thread(  # touches the disk
-            taken_over, state, sandbox, ctx, config if taking else None
-        )
+        state = await asyncio.to_thread(taken_over, state, sandbox, ctx, config)  # the disk
     round_, to_run = await asyncio.to_thread(  # touches the disk
         partial(open_round, chat_models=chat_models),
         state,
@@ -221,14 +210,13 @@ async def execute(
     return {**update, "speculated": None} if speculated else update
 
 
-def taken_over(
-    state: State, sandbox: Sandbox, ctx: Context, config: RunnableConfig | None
-) -> State:
+def taken_over(state: State, sandbox: Sandbox, ctx: Context, config: RunnableConfig) -> State:
     """Return ``state`` with the approved plan's own speculative results as its step records.
 
     :func:`planexec.execution.speculation.adopt` decides which count (the same step, the same
-    inputs, the same workspace and executor model; ``config`` None: the run does not
-    speculate, so none); a result whose spilled output file is gone (removed on another
+    inputs, the same workspace and executor model, whatever this run's own wish to
+    speculate: an answer sent without the run's context, as Studio sends one, loses
+    nothing); a result whose spilled output file is gone (removed on another
     branch of a fork) does not count either. The others are discarded with their spilled
     files, and a ``speculation_adopted`` event names both.
     """
@@ -239,11 +227,8 @@ def taken_over(
         for sid, found in speculated.items()
         if "output_file" not in found["record"] or store.has(found["record"]["output_file"])
     }
-    if config is None:
-        records, adopted = current_records(plan, state.get("steps") or {}), list[int]()
-    else:
-        where = where_of(sandbox.for_run(ctx, config).root, ctx.executor_model)
-        records, adopted = adopt(plan, state.get("steps") or {}, usable, where)
+    where = where_of(sandbox.for_run(ctx, config).root, ctx.executor_model)
+    records, adopted = adopt(plan, state.get("steps") or {}, usable, where)
     for ref in spilled_files(speculated, keep=adopted):
         store.discard(ref)
     discarded = sorted(int(sid) for sid in speculated if int(sid) not in adopted)

@@ -114,12 +114,15 @@ async def speculate(
 ) -> dict[str, Any]:
     """Run the steps that may run before approval; return their results as ``speculated``.
 
-    Routed along after a reject or a cancel of the plan, it discards them all instead.
+    Routed along after a reject or a cancel of the plan, it discards them all instead. Run
+    again in a run that does not ask to speculate (a resume without the first run's context),
+    it starts nothing, and takes back what an earlier attempt of it finished.
     """
     if (state.get("approval") or {}).get("action") in ("reject", "cancel"):
         return discard(state.get("speculated"), sandbox.output_store())
     ctx = context_of(get_runtime(Context).context)
-    mode = effective_mode(operator_mode, ctx.speculate)
+    wanted = effective_mode(operator_mode, ctx.speculate)
+    mode = operator_mode  # which steps it may have run: the operator's say
     if mode == "off":
         return {}
     workspace = await asyncio.to_thread(sandbox.for_run, ctx, config)  # touches the disk
@@ -136,6 +139,9 @@ async def speculate(
     if left is not None and left <= 0:
         return {}
     finished, answered = await _earlier_attempt(config, sync_run=sync_run)
+    answered = answered or wanted == "off"  # either way: no new step starts
+    if answered and not finished:
+        return {}
     done = {  # earlier results its steps read
         sid: found["record"]
         for sid, found in have.items()
@@ -152,7 +158,7 @@ async def speculate(
         done=done,
     )
     round_.speculative = True
-    watch = AnswerWatch(_thread_of(config), plan_digest(round_.plan))
+    watch = AnswerWatch(_thread_of(config), plan_digest(round_.plan), _asked_at(state))
     round_.halted = watch.coming  # an answer is coming: no new step starts (answers.py)
     write = event_writer()
     starting = [s["id"] for s in to_run if not answered or ran_digest(s) in finished]
@@ -182,7 +188,7 @@ async def speculate(
     kept = [o for o in outcomes if o is not None and o["status"] in ("succeeded", "failed")]
     if write is not None and starting:
         ended = {"event": "speculation_ended", "steps": [o["id"] for o in kept]}
-        write({**ended, "stopped": stopped or answered})
+        write({**ended, "stopped": stopped or answered or watch.stopped})
     # its working time counts for the run's time budget, as every node's does
     worked = {"busy_seconds": round_.budget.elapsed()} if round_.budget is not None else {}
     if not kept:
@@ -254,3 +260,9 @@ async def _earlier_attempt(
 def _thread_of(config: RunnableConfig) -> str | None:
     thread = (config.get("configurable") or {}).get("thread_id")
     return str(thread) if thread is not None else None
+
+
+def _asked_at(state: State) -> float:
+    """Return when the question this speculation runs beside was asked (epoch seconds)."""
+    asked = (state.get("approval") or {}).get("asked_at")
+    return datetime.fromisoformat(asked).timestamp() if asked else 0.0

@@ -163,7 +163,12 @@ def approval_request(
     by_memory = proposed is not None and proposed.get("by") == "memory"
     memory = state.get("plan_origin") if by_memory and origin_of_plan == "memory" else None
     ran = already_ran(state, plan)
-    lines = [*memory_lines(memory), *ran_lines(ran), *estimate_lines(found)]
+    lines = [
+        *memory_lines(memory),
+        *ran_lines(ran),
+        *speculation_lines(speculation),
+        *estimate_lines(found),
+    ]
     description = describe.describe_plan(
         plan, side_effects, calls, problems, lines, produces=produced, notes=notes
     )
@@ -222,6 +227,26 @@ def ran_lines(ran: dict[str, str] | None) -> list[str]:
         return []
     steps = ", ".join(f"{sid} ({status})" for sid, status in ran.items())
     return [f"Already ran, before this approval: step {steps}."]
+
+
+def speculation_lines(speculation: SpeculationView | None) -> list[str]:
+    """Tell the reviewer which read-only steps run while they read, and what they gave so far.
+
+    What chat UIs and Studio show of the request (its description) says it too, not only the
+    payload's ``speculation``.
+    """
+    if not speculation:
+        return []
+    steps = ", ".join(str(sid) for sid in sorted(speculation["steps"]))
+    lines = [
+        f"Running now, while you read (read-only): step {steps}. Their results are not "
+        "approved: an approved step keeps its result only if you approve it unchanged; they "
+        "appear in the thread's `speculated` as they end."
+    ]
+    for sid, result in sorted(speculation["results"].items(), key=lambda item: int(item[0])):
+        said = f"{result['status']}: {result.get('error') or result['summary']}"
+        lines.append(f"Step {sid} ran before approval (not approved yet): {said}")
+    return lines
 
 
 def memory_lines(origin: dict[str, Any] | None) -> list[str]:

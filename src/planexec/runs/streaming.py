@@ -25,6 +25,7 @@ from langgraph.types import Command
 from planexec.admission import PlanexecGraph
 from planexec.context import Context
 from planexec.execution.answers import stop_speculating
+from planexec.review.request import ApprovalRequest, SpeculatedResult, SpeculationView
 from planexec.runs.db import RunError
 from planexec.runs.types import Caller, Decide, OnEvent, ReviewRequest, StepEvent
 
@@ -163,6 +164,8 @@ def drive(
     while run.stream_again():
         for mode, chunk in graph.stream(run.payload, config, context=context, stream_mode=STREAM):
             run.take(mode, chunk)
+        if run.pending is not None and "speculation" in run.pending:  # ended: results are in
+            run.pending = with_results(run.pending, graph.get_state(config).values)
     return graph.get_state(config).values, run.pending
 
 
@@ -217,6 +220,30 @@ async def _astream(graph: PlanexecGraph, context: Context, run: Driven) -> None:
     finally:
         reading.cancel()
         answered.cancel()
+
+
+def with_results(request: ReviewRequest, values: Mapping[str, Any]) -> ReviewRequest:
+    """Return ``request`` showing the results its early steps have in the thread's state.
+
+    The request is made as the question is asked, before its read-only steps end; asked once
+    the run has stopped (a sync run), the reviewer gets their results too, not approved.
+    """
+    if request["type"] != "plan_approval" or "speculation" not in request:
+        return request
+    view = request["speculation"]
+    shown = dict(view["results"])
+    for sid, found in (values.get("speculated") or {}).items():
+        record = found.get("record") or {}
+        if int(sid) not in view["steps"] or found.get("version") != request["version"]:
+            continue
+        status, summary = str(record.get("status")), str(record.get("summary", ""))
+        result = SpeculatedResult(status=status, summary=summary, approved=False)
+        if record.get("error"):
+            result["error"] = str(record["error"])
+        shown[sid] = result
+    refreshed = ApprovalRequest(**request)
+    refreshed["speculation"] = SpeculationView(steps=view["steps"], results=shown)
+    return refreshed
 
 
 def stops_the_run(answered: asyncio.Future[Mapping[str, Any]]) -> bool:

@@ -68,9 +68,11 @@ class OutputStore:
     def has(self, ref: Mapping[str, Any]) -> bool:
         """Say whether a spilled output's file is still there (not whether it is unchanged)."""
         file_id = ref.get("id")
-        return isinstance(file_id, str) and bool(_ID.fullmatch(file_id)) and (
-            self.folder / f"{file_id}.json"
-        ).is_file()
+        return (
+            isinstance(file_id, str)
+            and bool(_ID.fullmatch(file_id))
+            and (self.folder / f"{file_id}.json").is_file()
+        )
 
     def discard(self, ref: Mapping[str, Any]) -> None:
         """Remove a spilled output's file (a result that will never be read); gone already: fine."""
