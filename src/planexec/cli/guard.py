@@ -8,6 +8,7 @@ import os
 import signal
 import sqlite3
 import sys
+import threading
 import traceback
 from collections.abc import Coroutine
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from planexec.cli.review import Interrupted, Paused
 from planexec.cli.ui import EXIT_PIPE, console, styled
 from planexec.errors import PlanexecError
 from planexec.redaction.stdio import scrubbed_stdio
+from planexec.runs.streaming import DECIDE_THREAD
 from planexec.storage.store_guard import CheckpointStoreError, describe_failure
 
 EXIT_FAILED, EXIT_ERROR, EXIT_INTERRUPTED = 1, 2, 130
@@ -91,4 +93,10 @@ def guard(coro: Coroutine[Any, Any, int], running: Running | None = None) -> Non
             code = EXIT_FAILED
     if code == EXIT_INTERRUPTED:  # said how to resume: a late Ctrl-C while exiting changes nothing
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if any(t.name == DECIDE_THREAD and t.is_alive() for t in threading.enumerate()):
+            # a prompt still reads stdin in its thread (asked while read-only steps ran): the
+            # interpreter's shutdown would abort on stdin's lock, so leave without it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
     raise typer.Exit(code)

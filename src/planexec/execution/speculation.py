@@ -24,6 +24,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import uuid
+from pathlib import Path
 from typing import Any, Literal, get_args
 
 from planexec.errors import ConfigurationError
@@ -135,13 +137,48 @@ def _sha256(content: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def where_of(workspace_root: object, executor_model: str) -> str:
+def where_of(workspace_root: Path, executor_model: str) -> str:
     """Return what a speculative result ran against besides its plan (its "where").
 
-    The run's workspace and its executor model (a model step's): the executor takes a result
-    only where it was made.
+    The run's workspace, what its files were (:func:`workspace_files`) and its executor model
+    (a model step's): the executor takes a result only where it was made, from the same
+    files. Touches the disk.
     """
-    return _sha256({"workspace": str(workspace_root), "executor_model": executor_model})
+    return _sha256(
+        {
+            "workspace": str(workspace_root),
+            "files": workspace_files(workspace_root),
+            "executor_model": executor_model,
+        }
+    )
+
+
+MAX_FINGERPRINTED = 20_000
+"""Entries of a workspace :func:`workspace_files` looks at; more: it never matches again."""
+
+
+def workspace_files(root: Path) -> str:
+    """Return a fingerprint of the files under ``root``: paths, sizes, times, links' targets.
+
+    A result read from a file that changed since (the reviewer fixed an input, another run
+    wrote to a shared folder) must not be taken: any change under the workspace changes it.
+    Links are not followed into folders; a link's target is part of it. Past
+    :data:`MAX_FINGERPRINTED` entries it is a fresh random value (so nothing is taken).
+    """
+    entries: list[list[Any]] = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs.sort()
+        for name in sorted([*dirs, *files]):
+            path = Path(folder, name)
+            try:
+                link = os.readlink(path) if path.is_symlink() else None
+                seen = path.stat()  # a link to a file: its target's size and time
+                entries.append([str(path.relative_to(root)), link, seen.st_size, seen.st_mtime_ns])
+            except OSError:  # gone, or a broken link
+                entries.append([str(path.relative_to(root)), None, None, None])
+            if len(entries) > MAX_FINGERPRINTED:
+                return uuid.uuid4().hex
+    return _sha256(entries)
 
 
 def adopt(

@@ -115,18 +115,23 @@ async def speculate(
     """Run the steps that may run before approval; return their results as ``speculated``.
 
     Routed along after a reject or a cancel of the plan, it discards them all instead. Run
-    again in a run that does not ask to speculate (a resume without the first run's context),
-    it starts nothing, and takes back what an earlier attempt of it finished.
+    again in a run that does not ask to speculate (a resume without the first run's context,
+    or a graph whose operator no longer allows it), it starts nothing, and takes back what an
+    earlier attempt of it finished (so a reject still discards it, and its files).
     """
     if (state.get("approval") or {}).get("action") in ("reject", "cancel"):
         return discard(state.get("speculated"), sandbox.output_store())
     ctx = context_of(get_runtime(Context).context)
     wanted = effective_mode(operator_mode, ctx.speculate)
-    mode = operator_mode  # which steps it may have run: the operator's say
-    if mode == "off":
+    finished, answered = await _earlier_attempt(config, sync_run=sync_run)
+    taking_back = answered or wanted == "off"  # either way: no new step starts
+    if taking_back and not finished:
         return {}
-    workspace = await asyncio.to_thread(sandbox.for_run, ctx, config)  # touches the disk
-    where = where_of(workspace.root, ctx.executor_model)
+    # which steps it may have run: the operator's say (unknown now: the widest)
+    mode = operator_mode if operator_mode != "off" else "models"
+    where = await asyncio.to_thread(  # touches the disk
+        lambda: where_of(sandbox.for_run(ctx, config).root, ctx.executor_model)
+    )
     have = {
         sid: found
         for sid, found in (state.get("speculated") or {}).items()
@@ -135,13 +140,10 @@ async def speculate(
     keys, ids = steps_to_speculate(state, tools, mode, step_limit(state, ctx), have)
     if not ids:
         return {}
-    left = _seconds_left(state, rules)
+    left = None if taking_back else _seconds_left(state, rules)
     if left is not None and left <= 0:
         return {}
-    finished, answered = await _earlier_attempt(config, sync_run=sync_run)
-    answered = answered or wanted == "off"  # either way: no new step starts
-    if answered and not finished:
-        return {}
+    answered = taking_back
     done = {  # earlier results its steps read
         sid: found["record"]
         for sid, found in have.items()
@@ -185,7 +187,10 @@ async def speculate(
             stopped = True
             await all_ended(futures, round_)  # until each stopped step's task has ended
     outcomes = [_ended(step, fut) for step, fut in calls]
-    kept = [o for o in outcomes if o is not None and o["status"] in ("succeeded", "failed")]
+    # taken back, only what the earlier attempt finished of its own steps counts (a failed
+    # outcome may say another step ran in this call's place)
+    ending = ("succeeded",) if answered else ("succeeded", "failed")
+    kept = [o for o in outcomes if o is not None and o["status"] in ending]
     if write is not None and starting:
         ended = {"event": "speculation_ended", "steps": [o["id"] for o in kept]}
         write({**ended, "stopped": stopped or answered or watch.stopped})
@@ -193,17 +198,24 @@ async def speculate(
     worked = {"busy_seconds": round_.budget.elapsed()} if round_.budget is not None else {}
     if not kept:
         return worked
+    # where they ran, as it is now they have run: files a step wrote (a tool its operator
+    # declared read-only although it writes into the workspace) are the workspace's state
+    # they were made in; any change from now until the approval's run makes them stale
+    now = await asyncio.to_thread(  # touches the disk
+        lambda: where_of(sandbox.for_run(ctx, config).root, ctx.executor_model)
+    )
     steps = {s["id"]: s for s in to_run}
     goal = round_.plan["goal"]
-    speculated = {
-        record_key(o["id"]): SpeculatedStep(
+    speculated: dict[str, SpeculatedStep] = {
+        sid: SpeculatedStep(**{**found, "where": now}) for sid, found in have.items()
+    }
+    for o in kept:
+        speculated[record_key(o["id"])] = SpeculatedStep(
             key=keys[o["id"]],
-            where=where,
+            where=now,
             version=version,
             record=to_record(o, step_digest(steps[o["id"]], goal), judged_retry=False),
         )
-        for o in kept
-    }
     return {"speculated": speculated, "speculation_usage": round_usage(kept), **worked}
 
 

@@ -4,8 +4,8 @@ While a request waits, a run may go on (speculation: its read-only steps run bes
 question, :mod:`planexec.nodes.speculator`). :func:`adrive` then asks ``decide`` at once, in a
 thread of its own, while the stream's events keep arriving. An answer given before the stream
 ends says so (:func:`planexec.execution.answers.stop_speculating`: no new early step starts,
-those under way finish and are kept, so the stream ends soon and nothing runs twice); a cancel
-closes the stream at once instead (:func:`stops_the_run`). Then the run resumes with the
+those under way finish and are kept, so the stream ends soon and nothing runs twice); a cancel or
+a reject closes the stream at once instead (:func:`stops_the_run`). Then the run resumes with the
 answer. The sync :func:`drive` gets the request only when LangGraph's sync stream ends the
 superstep, so it asks once the speculation has ended.
 """
@@ -189,7 +189,8 @@ async def _astream(graph: PlanexecGraph, context: Context, run: Driven) -> None:
 
     ``decide`` is asked in a thread as soon as such a request arrives (the stream's events keep
     coming). Once it answers, the speculation starts no new step and the stream is read to its
-    end (the steps under way finish), or closed at once for a cancel (:func:`stops_the_run`).
+    end (the steps under way finish), or closed at once for a cancel or a reject
+    (:func:`stops_the_run`).
     The answer is kept for the next stream (:meth:`Driven.stream_again`).
     """
     answered: asyncio.Future[Mapping[str, Any]] = asyncio.get_running_loop().create_future()
@@ -249,15 +250,14 @@ def with_results(request: ReviewRequest, values: Mapping[str, Any]) -> ReviewReq
 def stops_the_run(answered: asyncio.Future[Mapping[str, Any]]) -> bool:
     """Say whether an answer given while the run goes on stops it at once (closes its stream).
 
-    A cancel does, and so does a failure to answer (nobody answered: the run waits): nothing
-    of the speculation will be used, nor does anything run after it. Any other answer does
-    not: a stopped step's tool call would run on in its thread and keep that step (of the
-    approved plan, or of a revision) from running again until it ends; the steps under way
-    finish instead, and the approved plan keeps each unchanged one.
+    A cancel or a reject does (nothing of the speculation will be used), and so does a failure
+    to answer (nobody answered: the run waits). An approval or an edit does not: the steps
+    under way finish instead, and the approved plan keeps each unchanged one (a stopped one
+    would run again).
     """
     if not answered.done() or answered.cancelled() or answered.exception() is not None:
         return answered.done()
-    return answered.result().get("action") == "cancel"
+    return answered.result().get("action") in ("cancel", "reject")
 
 
 def thread_of(config: RunnableConfig) -> str:
@@ -272,6 +272,10 @@ async def _read(parts: AsyncIterator[Any], took: Callable[[str, Any], None]) -> 
             took(mode, chunk)
     finally:
         await parts.aclose()  # type: ignore[attr-defined]  # an async generator
+
+
+DECIDE_THREAD = "planexec-decide"
+"""The name of the thread :func:`answer_in_thread` asks ``decide`` in."""
 
 
 def answer_in_thread(
@@ -303,7 +307,7 @@ def answer_in_thread(
         with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
             loop.call_soon_threadsafe(settle, answer, failure)
 
-    threading.Thread(target=ask, name="planexec-decide", daemon=True).start()
+    threading.Thread(target=ask, name=DECIDE_THREAD, daemon=True).start()
 
 
 def check_refusals(

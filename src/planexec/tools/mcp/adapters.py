@@ -9,7 +9,15 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from planexec.errors import ToolError
 from planexec.tools.mcp.config import ToolHints
-from planexec.tools.mcp.hints import ADAPTERS, HINT_FIELDS, MCP_KEY, cut, marks
+from planexec.tools.mcp.hints import (
+    ADAPTERS,
+    HINT_FIELDS,
+    MCP_KEY,
+    OPEN_WORLD,
+    SIDE_EFFECTS,
+    cut,
+    marks,
+)
 
 
 def from_adapters(tool_: BaseTool) -> bool:
@@ -62,6 +70,8 @@ def adapt(
     label = server or adapters_server(tool_) or "mcp"
     new_marks = marks(label, tool_.name, annotations or None, overrides or {})
     new_marks[MCP_KEY]["via"] = ADAPTERS
+    # the operator's own marks on the tool (its metadata) win over the server's hints
+    own = {k: metadata[k] for k in (SIDE_EFFECTS, OPEN_WORLD) if isinstance(metadata.get(k), bool)}
     name = tool_.name
 
     async def acall(**arguments: Any) -> Any:
@@ -79,7 +89,7 @@ def adapt(
             "coroutine": acall,
             "response_format": "content",
             "handle_tool_error": False,
-            "metadata": {**metadata, **new_marks},
+            "metadata": {**metadata, **new_marks, **own},
         }
     )
     return adapted
