@@ -42,35 +42,45 @@ from planexec.storage.store_guard import CheckpointStoreError
 from planexec.tools.registry import ToolRegistry
 from planexec.tools.sandbox import Sandbox
 
-StepTaskCall = Callable[[StepDoc], StepFuture]
-"""A durable step task, called with its step."""
 
-
-def _step_tasks(name: str) -> tuple[StepTaskCall, StepTaskCall]:
-    """Return the durable step task named ``name``: its sync and its async version.
+def _run_step(step: StepDoc) -> StepOutcome:
+    """Durable task: one step of the plan (sync runs).
 
     Its argument is its trace input and shows in the ``debug``/``tasks`` streams: the step
-    only; the round (tools, context, secrets) comes from the node through ``running``. One
-    task name for both: a task's id comes from its name, so a run started with ``ainvoke``
-    (or on the server) and resumed with ``invoke`` finds the results its steps saved, and back.
+    only; the round (tools, context, secrets) comes from the node through ``running``.
     """
-
-    def run(step: StepDoc) -> StepOutcome:
-        return run_step_blocking(step)
-
-    async def arun(step: StepDoc) -> StepOutcome:
-        return await run_step_async(step)
-
-    run.__name__ = arun.__name__ = name
-    return task(run), task(arun)
+    return run_step_blocking(step)
 
 
-run_step, arun_step = _step_tasks("run_step")
-"""A step of the plan (sync runs, async runs)."""
-speculative_step, aspeculative_step = _step_tasks("speculative_step")
-"""A step run while its plan awaits approval (the speculator's): the same body under another
-name, so every stream (updates, tasks, debug) and trace tells its result from an approved
-plan's."""
+async def _arun_step(step: StepDoc) -> StepOutcome:
+    """Durable task: one step of the plan (async runs); takes only the step, like ``run_step``."""
+    return await run_step_async(step)
+
+
+# One task name for both: a task's id comes from its name, so a run started with ``ainvoke``
+# (or on the server) and resumed with ``invoke`` finds the results its steps saved, and back.
+_run_step.__name__ = _arun_step.__name__ = "run_step"
+run_step = task(_run_step)
+arun_step = task(_arun_step)
+
+
+def _speculative_step(step: StepDoc) -> StepOutcome:
+    """Durable task: a step run while its plan awaits approval (sync runs; the speculator's).
+
+    The same body as ``run_step`` under another name, so every stream (updates, tasks,
+    debug) and trace tells its result from an approved plan's.
+    """
+    return run_step_blocking(step)
+
+
+async def _aspeculative_step(step: StepDoc) -> StepOutcome:
+    """Durable task: :func:`_speculative_step` for async runs (the same task name)."""
+    return await run_step_async(step)
+
+
+_speculative_step.__name__ = _aspeculative_step.__name__ = "speculative_step"
+speculative_step = task(_speculative_step)
+aspeculative_step = task(_aspeculative_step)
 
 
 def step_task(sync_run: bool, *, speculative: bool = False) -> Callable[[StepDoc, int], StepFuture]:
