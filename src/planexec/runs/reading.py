@@ -76,10 +76,14 @@ def thread_of(
         # any other value is the name of a shared workspace, which the run keeps using
         folder = text(saved.pop("workspace"))
     outputs = text(meta.get("planexec_outputs"))
+    # a run stopped after a task ended but before its superstep's checkpoint was saved (Ctrl-C
+    # as a sync saver's background save runs): LangGraph's ``next`` leaves out the ended task,
+    # whose writes wait in the checkpoint; a resume applies them and goes on
+    pending = tuple(snapshot.next) or tuple(task.name for task in snapshot.tasks)
     return ThreadState(
         thread_id,
         snapshot.values,
-        tuple(snapshot.next),
+        pending,
         snapshot.created_at,
         folder,
         outputs,
