@@ -4,7 +4,9 @@ PLANEXEC_TEST_CHUNK_DELAY seconds before each piece. Run as a script."""
 
 from __future__ import annotations
 
+import faulthandler
 import os
+import signal
 import sys
 import time
 
@@ -31,5 +33,7 @@ ScriptedChatModel._generate = slow_generate  # type: ignore[method-assign]
 ScriptedChatModel._stream = slow_stream  # type: ignore[method-assign]
 
 if __name__ == "__main__":
+    # a test that waits in vain for the end sends SIGUSR1: where every thread is, on the screen
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     sys.argv[0] = "planexec"
     main()

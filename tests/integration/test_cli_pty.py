@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
 import os
@@ -51,8 +52,14 @@ def screen(child: pexpect.spawn) -> str:
     return ANSI.sub("", child.logfile_read.getvalue())
 
 
-def finish(child: pexpect.spawn) -> tuple[str, int]:
-    child.expect(pexpect.EOF)
+def finish(child: pexpect.spawn, timeout: float = 60) -> tuple[str, int]:
+    if (
+        child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=timeout) == 1
+    ):  # stuck: where is each thread?
+        child.kill(signal.SIGUSR1)
+        child.expect([pexpect.EOF, pexpect.TIMEOUT], timeout=5)
+        child.terminate(force=True)
+        raise AssertionError(f"the command did not end:\n{screen(child)}")
     text = screen(child)
     child.close()
     return text, child.exitstatus if child.exitstatus is not None else -child.signalstatus
@@ -107,6 +114,52 @@ def test_ctrl_c_at_the_prompt_leaves_at_once_and_says_how_to_resume(tmp_path):
     text, code = finish(resumed)
     assert code == 0, text
     assert (tmp_path / "ws" / "a.txt").read_text() == "x"
+
+
+def ctrl_c_caught_by_another_thread(child: pexpect.spawn) -> None:
+    """Ctrl-C as the kernel may deliver it: to a thread of the process other than the main one.
+
+    Any thread that does not block SIGINT may be handed a process's signal; Python then only
+    marks it pending for the main thread, which must not sleep in a read that never wakes.
+    """
+    tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task") if int(t) != child.pid]
+    assert tids, "the command has one thread only: nothing to deliver the signal to"
+    tgkill = ctypes.CDLL(None, use_errno=True).tgkill
+    assert tgkill(child.pid, tids[0], signal.SIGINT) == 0
+
+
+def test_ctrl_c_at_the_prompt_leaves_at_once_whichever_thread_the_signal_lands_on(tmp_path):
+    plan_file = tmp_path / "plan.json"
+    plan_file.write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
+    child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws")
+    child.expect(r"Run this plan\? .*\[y\]: ")
+    time.sleep(0.3)  # waiting in its read
+    ctrl_c_caught_by_another_thread(child)
+    text, code = finish(child, timeout=10)
+    assert code == 130, text
+    assert "interrupted; nothing was run; plan v1 waits for your approval" in text
+    assert not (tmp_path / "ws" / "a.txt").exists()
+
+
+def test_ctrl_c_at_a_failed_steps_question_leaves_at_once_whichever_thread_gets_it(tmp_path):
+    plan = plan_of(
+        {**step(1, "read_file", {"path": "folder"}), "on_failure": "ask"},  # a folder: fails
+        step(2, "write_file", {"path": "b.txt", "content": "$1.content"}, [1]),
+    )
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    (tmp_path / "ws" / "folder").mkdir(parents=True)
+    child = spawn(tmp_path, "run", "--plan", "plan.json", "--workspace", "ws")
+    child.expect(r"Run this plan\?")
+    child.sendline("y")
+    child.expect(r"What now\? .*: ")
+    time.sleep(0.3)
+    ctrl_c_caught_by_another_thread(child)
+    text, code = finish(child, timeout=10)
+    assert code == 130, text
+    assert "planexec resume" in text and "Traceback" not in text
+    assert not (tmp_path / "ws" / "b.txt").exists()
 
 
 EDITOR = """\

@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from planexec.cli import app
 from planexec.cli.ui import LiteralConsole
 from tests.helpers import plan_of, step, wait_until
-from tests.integration.test_cli_pty import finish, spawn
+from tests.integration.test_cli_pty import ctrl_c_caught_by_another_thread, finish, spawn
 
 runner = CliRunner()
 
@@ -208,6 +208,22 @@ def test_ctrl_c_at_a_speculating_prompt_exits_130_and_says_how_to_resume(tmp_pat
     text, code = finish(resumed)
     assert code == 0, text
     assert calls(tmp_path)[-1] == "send saw b"
+
+
+def test_ctrl_c_at_a_prompt_whose_early_steps_ended_leaves_whichever_thread_gets_it(tmp_path):
+    (tmp_path / "speclib.py").write_text(TOOLS_MODULE)
+    (tmp_path / "plan.json").write_text(json.dumps(SLOW_PLAN))
+    child = spawn(tmp_path, "run", "--plan", "plan.json", "--tools", "speclib.py:TOOLS",
+                  "--workspace", "ws", "--speculate", "tools",
+                  SPEC_LOG=str(tmp_path / "calls.log"))  # fmt: skip
+    child.expect(r"step 2(\x1b\[[0-9;]*m)* ran before approval")
+    child.expect(r"Run this plan\?")
+    time.sleep(1.0)  # the early steps ended: the run waits for the answer, nothing else
+    ctrl_c_caught_by_another_thread(child)
+    text, code = finish(child, timeout=10)
+    assert code == 130, text
+    assert "planexec resume" in text and "Traceback" not in text
+    assert not [c for c in calls(tmp_path) if c.startswith("send")]
 
 
 SLEEPY_EDITOR = """\

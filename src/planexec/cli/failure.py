@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from planexec.cli.keys import ctrl_c_raises
+from planexec.cli.keys import ask_line
 from planexec.cli.ui import styled
 
 MENU = "r = retry · e = retry with new arguments · s = skip · p = replan · c = cancel"
@@ -49,8 +49,8 @@ def answer_failure(
     if no_revision:
         out.print(styled(("note: ", "yellow"), f"replan is not offered: {no_revision}"))
     while True:
-        with ctrl_c_raises():
-            typed = out.input(styled(("What now? ", "bold"), f"{menu}{default}: ")).strip().lower()
+        typed = ask_line(out, styled(("What now? ", "bold"), f"{menu}{default}: "))
+        typed = typed.strip().lower()
         action = next((a for a, words in WORDS.items() if typed in words), None)
         if action == "replan" and no_revision:
             out.print(styled(("please answer ", "yellow"), menu))
@@ -60,12 +60,10 @@ def answer_failure(
         if action == "cancel":
             return {"action": "cancel", "step": sid, "reason": "cancelled at the prompt"}
         if action == "replan":
-            with ctrl_c_raises():
-                hint = out.input("a hint for the replanner? (empty: none) ").strip()
+            hint = ask_line(out, "a hint for the replanner? (empty: none) ").strip()
             return {"action": "replan", "step": sid, "hint": hint}
         if action == "edit":
-            with ctrl_c_raises():
-                text = out.input("new arguments (JSON, one line): ").strip()
+            text = ask_line(out, "new arguments (JSON, one line): ").strip()
             try:
                 args = json.loads(text)
             except ValueError as exc:

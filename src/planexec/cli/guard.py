@@ -17,6 +17,7 @@ from typing import Any
 import psycopg
 import typer
 
+from planexec.cli.keys import signals_wake_the_loop
 from planexec.cli.review import Interrupted, Paused
 from planexec.cli.ui import EXIT_PIPE, console, styled
 from planexec.errors import PlanexecError
@@ -42,10 +43,16 @@ def _error(message: str) -> None:
     console(stderr=True).print(styled(("error:", "red"), " ", message))
 
 
+async def _woken_by_signals(coro: Coroutine[Any, Any, int]) -> int:
+    """Await ``coro`` on a loop that a Ctrl-C wakes, whichever thread the kernel gives it."""
+    with signals_wake_the_loop():
+        return await coro
+
+
 def _outcome(coro: Coroutine[Any, Any, int], running: Running) -> int:
     """Run the command; return its exit code, printing a failure in one line."""
     try:
-        return asyncio.run(coro)
+        return asyncio.run(_woken_by_signals(coro))
     except Paused as exc:
         console(stderr=True).print(str(exc))
         return EXIT_FAILED

@@ -4,12 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
+import select
 import signal
+import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
 from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+WAKE_EVERY = 0.1
+"""Seconds a prompt waits for its line at a time, before it looks for a pending Ctrl-C."""
 
 Handler = Callable[[int, FrameType | None], Any]
 
@@ -53,6 +63,43 @@ def _in_main_thread(loop: asyncio.AbstractEventLoop, call: Callable[[], Any]) ->
     return done.result(timeout=10)
 
 
+@contextmanager
+def signals_wake_the_loop() -> Iterator[None]:
+    """Wake the running loop (the main thread's) as a signal arrives, inside the block.
+
+    The kernel may hand the process's Ctrl-C to any thread that does not block SIGINT (a
+    prompt's, SQLite's, a tool's); Python then only marks it pending for the main thread, and
+    a loop that sleeps in ``select`` with nothing else to do (a prompt waits in its thread)
+    would run ``asyncio.run``'s handler only once something else woke it. The C handler
+    writes each signal to the fd of ``signal.set_wakeup_fd``: here, a socket the loop reads.
+    """
+    loop = asyncio.get_running_loop()
+    if os.name != "posix" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+    loop.add_reader(reader.fileno(), _drain, reader)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    try:
+        yield
+    finally:
+        signal.set_wakeup_fd(previous)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+
+
+def _drain(reader: socket.socket) -> None:
+    """Read what the signals wrote (woken, the loop has run their handlers)."""
+    try:
+        while reader.recv(4096):
+            pass
+    except (BlockingIOError, InterruptedError):
+        pass
+
+
 def ctrl_c_raises() -> AbstractContextManager[None]:
     """Let Ctrl-C interrupt a prompt at once.
 
@@ -60,6 +107,41 @@ def ctrl_c_raises() -> AbstractContextManager[None]:
     blocking ``input()`` returns; while asking, Python's own handler raises at once instead.
     """
     return _sigint(signal.default_int_handler)
+
+
+def ask_line(out: Console, prompt: Text | str) -> str:
+    """Print ``prompt`` on ``out`` and return the line typed; ``EOFError`` at end of input.
+
+    The one way a CLI prompt reads its answer. On a terminal it waits in slices of
+    :data:`WAKE_EVERY` seconds rather than in one blocking read: the kernel may hand the
+    process's Ctrl-C to any of its threads that does not block SIGINT (those of SQLite or
+    of a tool), and then Python only marks it pending for the main thread, whose read would
+    not wake for it. Between slices the main thread runs Python again, and so the handler.
+    Anything else (a pipe, a test's input) is read as ``Console.input`` reads it. Ctrl-C
+    raises ``KeyboardInterrupt`` at once (:func:`ctrl_c_raises`).
+    """
+    with ctrl_c_raises():
+        return _read_line(out, prompt)
+
+
+def _read_line(out: Console, prompt: Text | str) -> str:
+    """Print ``prompt`` and read a line as :func:`ask_line` says."""
+    stdin = sys.stdin
+    try:
+        terminal = os.name == "posix" and stdin.isatty()
+        fd = stdin.fileno() if terminal else -1
+    except (AttributeError, OSError, ValueError):  # not a file
+        terminal = False
+    if not terminal:
+        return out.input(prompt)
+    out.print(prompt, end="")
+    out.file.flush()
+    while not select.select([fd], [], [], WAKE_EVERY)[0]:  # a terminal's line is whole
+        pass
+    line = stdin.readline()
+    if not line:
+        raise EOFError
+    return line.removesuffix("\n")
 
 
 def _editors_own(signum: int, frame: FrameType | None) -> None:

@@ -16,7 +16,7 @@ from planexec.cli.changes import same_plan
 from planexec.cli.early import plan_view_lines
 from planexec.cli.editor import edit_plan, plan_text
 from planexec.cli.failure import answer_failure
-from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
+from planexec.cli.keys import ctrl_c_for_the_editor
 from planexec.cli.screen import PromptLine
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
@@ -188,9 +188,8 @@ class Reviewer:
             menu = "y = approve · e = edit · c = cancel"
         said_no = False  # once the reviewer said no (r, n), an empty answer approves nothing
         while True:
-            with ctrl_c_raises():
-                default = "" if said_no else " [y]"
-                typed = self.screen.input(styled(("Run this plan? ", "bold"), f"{menu}{default}: "))
+            default = "" if said_no else " [y]"
+            typed = self.screen.input(styled(("Run this plan? ", "bold"), f"{menu}{default}: "))
             action = read_answer(typed)
             said_no = said_no or action == "reject"
             if action == "approve" and said_no and not typed.strip():
@@ -204,8 +203,7 @@ class Reviewer:
                 reason = {"reason": "cancelled at the prompt"} if action == "cancel" else {}
                 return {"action": action, **reason}
             elif action == "reject":
-                with ctrl_c_raises():
-                    feedback = self.screen.input("what should change? (empty: back) ").strip()
+                feedback = self.screen.input("what should change? (empty: back) ").strip()
                 if feedback:
                     return {"action": "reject", "feedback": feedback}
             elif action == "edit":

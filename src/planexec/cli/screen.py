@@ -18,6 +18,8 @@ from rich.control import Control
 from rich.segment import ControlType
 from rich.text import Text
 
+from planexec.cli.keys import ask_line
+
 CLEAR_LINE = Control((ControlType.CARRIAGE_RETURN,), (ControlType.ERASE_IN_LINE, 2))
 
 
@@ -35,7 +37,7 @@ class PromptLine:
         with self.lock:
             self.prompt = prompt
         try:
-            return self.out.input(prompt)
+            return ask_line(self.out, prompt)
         finally:
             with self.lock:
                 self.prompt = None
