@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -13,6 +13,7 @@ from langgraph.types import Command
 
 from planexec import build_graph
 from planexec.errors import ConfigurationError
+from planexec.review import authority
 from planexec.tools import ToolRegistry
 from tests.helpers import always_fails, echo, plan_of, plan_reply, scripted, step, thread
 from tests.integration.test_decisions import server_config
@@ -30,6 +31,27 @@ def send(text: str) -> str:
 TOOLS = ToolRegistry([echo, always_fails, send])
 HARMLESS = plan_of(step(1, "echo", {"text": "one"}))
 SENDING = plan_of(step(1, "send", {"text": "hello"}))
+
+
+class Clock:
+    """The approval's clock (``authority.utc_now``), moved on by the test, not by the machine:
+    how long a loaded machine takes between two answers never makes a request expire."""
+
+    def __init__(self) -> None:
+        self.at = datetime.now(UTC)
+
+    def __call__(self) -> str:
+        return self.at.isoformat()
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    made = Clock()
+    monkeypatch.setattr(authority, "utc_now", made)
+    return made
 
 
 def started(use_models, ctx, plan=HARMLESS, *, by: str | None = None, **settings: Any):
@@ -148,14 +170,14 @@ def test_maker_checker_on_the_server_uses_the_servers_identities(use_models, ctx
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
-def test_an_answer_after_expiry_is_expired_and_asked_again_fresh(use_models, ctx, mode):
+def test_an_answer_after_expiry_is_expired_and_asked_again_fresh(use_models, ctx, mode, clock):
     events: list[dict[str, Any]] = []
     graph, config = started(
         use_models, ctx, approval_expires_after=0.2, approval_hook=events.append
     )
     first = graph.get_state(config).interrupts[0].value
     assert first["expires_at"] > first["asked_at"]
-    time.sleep(0.3)
+    clock.advance(0.3)
     if mode == "sync":
         out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
     else:
@@ -197,12 +219,12 @@ def test_the_same_rules_hold_for_a_failed_steps_question(use_models, ctx):
     assert out["decisions"][-1]["action"] == "skip"
 
 
-def test_a_failed_steps_question_expires_too(use_models, ctx):
+def test_a_failed_steps_question_expires_too(use_models, ctx, clock):
     plan = plan_of({**step(1, "always_fails", {"reason": "x"}), "on_failure": "ask"})
     graph, config = started(use_models, ctx, plan, approval_expires_after=0.2)
     out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
     first = out["__interrupt__"][0].value
-    time.sleep(0.3)
+    clock.advance(0.3)
     out = answer(graph, config, ctx, {"action": "skip", "step": 1, "by": "alice"})
     again = out["__interrupt__"][0].value
     assert again["type"] == "step_failure" and "expired" in again["refused"]
@@ -390,16 +412,16 @@ def test_a_failed_steps_answer_naming_an_unfit_identity_is_refused(use_models, c
     assert last["by"] == {"id": None, "source": "unknown"}
 
 
-def test_a_refused_answer_does_not_renew_the_request(use_models, ctx):
+def test_a_refused_answer_does_not_renew_the_request(use_models, ctx, clock):
     """Answering (and being refused) cannot push a request's expiry back: only an expired
     request, or a changed plan, is asked again with a fresh time."""
     graph, config = started(use_models, ctx, approvers=["alice"], approval_expires_after=0.6)
     first = graph.get_state(config).interrupts[0].value
-    time.sleep(0.35)
+    clock.advance(0.35)
     out = answer(graph, config, ctx, {"action": "approve", "by": "mallory"})
     again = out["__interrupt__"][0].value
     assert "mallory may not approve" in again["error"]
     assert (again["asked_at"], again["expires_at"]) == (first["asked_at"], first["expires_at"])
-    time.sleep(0.35)  # past the first deadline, not past one renewed by mallory's answer
+    clock.advance(0.35)  # past the first deadline, not past one renewed by mallory's answer
     out = answer(graph, config, ctx, {"action": "approve", "by": "alice"})
     assert out["decisions"][-1]["action"] == "expired"
