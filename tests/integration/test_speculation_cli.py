@@ -169,12 +169,17 @@ SLOW_PLAN = plan_of(  # read-only steps that take long enough to finish while th
 )
 
 
-def test_lines_that_arrive_while_the_prompt_waits_go_above_it(tmp_path):
+def run_slow_plan(tmp_path: Path) -> pexpect.spawn:
+    """Start ``planexec run --speculate tools`` of :data:`SLOW_PLAN` in a terminal."""
     (tmp_path / "speclib.py").write_text(TOOLS_MODULE)
     (tmp_path / "plan.json").write_text(json.dumps(SLOW_PLAN))
-    child = spawn(tmp_path, "run", "--plan", "plan.json", "--tools", "speclib.py:TOOLS",
-                  "--workspace", "ws", "--speculate", "tools",
-                  SPEC_LOG=str(tmp_path / "calls.log"))  # fmt: skip
+    return spawn(tmp_path, "run", "--plan", "plan.json", "--tools", "speclib.py:TOOLS",
+                 "--workspace", "ws", "--speculate", "tools",
+                 SPEC_LOG=str(tmp_path / "calls.log"))  # fmt: skip
+
+
+def test_lines_that_arrive_while_the_prompt_waits_go_above_it(tmp_path):
+    child = run_slow_plan(tmp_path)
     child.expect("runs now, read-only: 1, 2")
     child.expect(r"Run this plan\?")
     child.expect(r"step 2(\x1b\[[0-9;]*m)* ran before approval \(not approved yet\) in \d")
@@ -211,11 +216,7 @@ def test_ctrl_c_at_a_speculating_prompt_exits_130_and_says_how_to_resume(tmp_pat
 
 
 def test_ctrl_c_at_a_prompt_whose_early_steps_ended_leaves_whichever_thread_gets_it(tmp_path):
-    (tmp_path / "speclib.py").write_text(TOOLS_MODULE)
-    (tmp_path / "plan.json").write_text(json.dumps(SLOW_PLAN))
-    child = spawn(tmp_path, "run", "--plan", "plan.json", "--tools", "speclib.py:TOOLS",
-                  "--workspace", "ws", "--speculate", "tools",
-                  SPEC_LOG=str(tmp_path / "calls.log"))  # fmt: skip
+    child = run_slow_plan(tmp_path)
     child.expect(r"step 2(\x1b\[[0-9;]*m)* ran before approval")
     child.expect(r"Run this plan\?")
     time.sleep(1.0)  # the early steps ended: the run waits for the answer, nothing else
