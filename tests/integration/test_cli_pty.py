@@ -37,6 +37,7 @@ def spawn(
         cwd=str(cwd),
         env=environment,
         encoding="utf-8",
+        codec_errors="replace",  # what the terminal echoes of bytes that are not UTF-8
         dimensions=(50, 140),
         timeout=60,
         # a terminal's program gets Ctrl-C; a CI job started in the background ignores SIGINT,
@@ -116,13 +117,24 @@ def test_ctrl_c_at_the_prompt_leaves_at_once_and_says_how_to_resume(tmp_path):
     assert (tmp_path / "ws" / "a.txt").read_text() == "x"
 
 
+def _threads(pid: int) -> list[int]:
+    return sorted(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+
+
+def _takes_sigint(pid: int, tid: int) -> bool:
+    """Tell whether the kernel may hand SIGINT to this thread (it does not block it)."""
+    status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+    blocked = int(re.search(r"^SigBlk:\s*([0-9a-f]+)", status, re.M).group(1), 16)
+    return not blocked & (1 << (signal.SIGINT - 1))
+
+
 def ctrl_c_caught_by_another_thread(child: pexpect.spawn) -> None:
     """Ctrl-C as the kernel may deliver it: to a thread of the process other than the main one.
 
     Any thread that does not block SIGINT may be handed a process's signal; Python then only
     marks it pending for the main thread, which must not sleep in a read that never wakes.
     """
-    tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task") if int(t) != child.pid]
+    tids = [t for t in _threads(child.pid) if t != child.pid and _takes_sigint(child.pid, t)]
     assert tids, "the command has one thread only: nothing to deliver the signal to"
     tgkill = ctypes.CDLL(None, use_errno=True).tgkill
     assert tgkill(child.pid, tids[0], signal.SIGINT) == 0
@@ -160,6 +172,54 @@ def test_ctrl_c_at_a_failed_steps_question_leaves_at_once_whichever_thread_gets_
     assert code == 130, text
     assert "planexec resume" in text and "Traceback" not in text
     assert not (tmp_path / "ws" / "b.txt").exists()
+
+
+def test_ctrl_c_while_the_plan_is_shown_leaves_before_the_prompt_waits(tmp_path):
+    long = "a step described at length " * 40
+    steps = [{**step(n, "write_file", {"path": f"{n}.txt", "content": "x"}), "description": long}
+             for n in range(1, 31)]  # fmt: skip
+    (tmp_path / "plan.json").write_text(json.dumps(plan_of(*steps)))
+    child = spawn(tmp_path, "run", "--plan", "plan.json", "--workspace", "ws")
+    for _ in range(200):  # nobody reads the terminal: the command blocks showing the plan
+        if re.search("tty|wait_woken", Path(f"/proc/{child.pid}/wchan").read_text()):
+            break
+        time.sleep(0.05)
+    child.sendintr()  # pressed while the plan is printed, before the prompt waits
+    text, code = finish(child, timeout=10)
+    assert code == 130, text
+    assert "planexec resume" in text and "Traceback" not in text
+    assert not (tmp_path / "ws").exists() or not list((tmp_path / "ws").glob("*.txt"))
+
+
+def test_a_line_ended_by_ctrl_d_then_ctrl_c_in_another_thread_leaves_at_once(tmp_path):
+    (tmp_path / "plan.json").write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
+    child = spawn(tmp_path, "run", "--plan", "plan.json", "--workspace", "ws")
+    child.expect(r"Run this plan\? .*\[y\]: ")
+    child.send("ab")
+    child.sendeof()  # "ab" reaches the command without a line's end: the line is not whole
+    time.sleep(0.3)
+    ctrl_c_caught_by_another_thread(child)
+    text, code = finish(child, timeout=10)
+    assert code == 130, text
+    assert not (tmp_path / "ws" / "a.txt").exists()
+
+
+def test_bytes_that_are_not_text_typed_at_the_prompt_are_asked_again(tmp_path):
+    (tmp_path / "plan.json").write_text(
+        json.dumps(plan_of(step(1, "write_file", {"path": "a.txt", "content": "x"})))
+    )
+    strict = {"PYTHONIOENCODING": "utf-8"}  # a UTF-8 locale's stdin: strict, as most are
+    child = spawn(tmp_path, "run", "--plan", "plan.json", "--workspace", "ws", **strict)
+    child.expect(r"Run this plan\? .*\[y\]: ")
+    os.write(child.child_fd, b"\xff\xfe\x80\n")
+    child.expect("please answer")
+    child.sendline("y")
+    text, code = finish(child, timeout=30)
+    assert code == 0, text
+    assert "Traceback" not in text
+    assert (tmp_path / "ws" / "a.txt").read_text() == "x"
 
 
 EDITOR = """\

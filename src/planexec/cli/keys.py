@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
+import io
 import os
 import select
 import signal
@@ -112,36 +114,64 @@ def ctrl_c_raises() -> AbstractContextManager[None]:
 def ask_line(out: Console, prompt: Text | str) -> str:
     """Print ``prompt`` on ``out`` and return the line typed; ``EOFError`` at end of input.
 
-    The one way a CLI prompt reads its answer. On a terminal it waits in slices of
-    :data:`WAKE_EVERY` seconds rather than in one blocking read: the kernel may hand the
-    process's Ctrl-C to any of its threads that does not block SIGINT (those of SQLite or
-    of a tool), and then Python only marks it pending for the main thread, whose read would
-    not wake for it. Between slices the main thread runs Python again, and so the handler.
-    Anything else (a pipe, a test's input) is read as ``Console.input`` reads it. Ctrl-C
-    raises ``KeyboardInterrupt`` at once (:func:`ctrl_c_raises`).
+    The one way a CLI prompt reads its answer. Ctrl-C raises ``KeyboardInterrupt`` at once
+    (:func:`ctrl_c_raises`), and so does one pressed just before the prompt:
+    ``asyncio.run``'s handler only cancelled the command's task, which would learn of it
+    at its next ``await``, after the answer.
+
+    On a terminal it waits in slices of :data:`WAKE_EVERY` seconds rather than in one
+    blocking read: the kernel may hand the process's Ctrl-C to any of its threads that does
+    not block SIGINT (SQLite's, a tool's), and then Python only marks it pending for the main
+    thread, whose read would not wake for it. Between slices the main thread runs Python
+    again, and so the handler. Bytes that are not text in the terminal's encoding read as
+    U+FFFD (the answer is asked again), never as an error. Anything else (a pipe, a test's
+    input) is read as ``Console.input`` reads it, leniently too.
     """
     with ctrl_c_raises():
+        if _cancelled_by_ctrl_c():
+            raise KeyboardInterrupt
         return _read_line(out, prompt)
+
+
+def _cancelled_by_ctrl_c() -> bool:
+    """Tell whether the main thread's running task was asked to stop (a Ctrl-C came)."""
+    if threading.current_thread() is not threading.main_thread():
+        return False  # a prompt asked while the run goes on: the run itself stops
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no loop runs here
+        return False
+    return task is not None and task.cancelling() > 0
 
 
 def _read_line(out: Console, prompt: Text | str) -> str:
     """Print ``prompt`` and read a line as :func:`ask_line` says."""
     stdin = sys.stdin
     try:
-        terminal = os.name == "posix" and stdin.isatty()
-        fd = stdin.fileno() if terminal else -1
+        fd = stdin.fileno() if os.name == "posix" and stdin.isatty() else -1
     except (AttributeError, OSError, ValueError):  # not a file
-        terminal = False
-    if not terminal:
-        return out.input(prompt)
+        fd = -1
+    if fd < 0:
+        if isinstance(stdin, io.TextIOWrapper):
+            with contextlib.suppress(ValueError):  # read before: it decodes as it did
+                stdin.reconfigure(errors="replace")
+        try:
+            return out.input(prompt)
+        except UnicodeDecodeError:  # not text: an answer no menu offers, asked again
+            return "\ufffd"
     out.print(prompt, end="")
     out.file.flush()
-    while not select.select([fd], [], [], WAKE_EVERY)[0]:  # a terminal's line is whole
-        pass
-    line = stdin.readline()
-    if not line:
-        raise EOFError
-    return line.removesuffix("\n")
+    typed = bytearray()
+    while not typed.endswith(b"\n"):
+        if not select.select([fd], [], [], WAKE_EVERY)[0]:
+            continue
+        chunk = os.read(fd, 4096)  # a terminal gives a line at most, or what Ctrl-D sent
+        if not chunk:  # Ctrl-D on an empty line: the end of the input
+            if not typed:
+                raise EOFError
+            break
+        typed += chunk
+    return typed.decode(stdin.encoding or "utf-8", errors="replace").removesuffix("\n")
 
 
 def _editors_own(signum: int, frame: FrameType | None) -> None:

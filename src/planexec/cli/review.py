@@ -16,7 +16,7 @@ from planexec.cli.changes import same_plan
 from planexec.cli.early import plan_view_lines
 from planexec.cli.editor import edit_plan, plan_text
 from planexec.cli.failure import answer_failure
-from planexec.cli.keys import ctrl_c_for_the_editor
+from planexec.cli.keys import ctrl_c_for_the_editor, ctrl_c_raises
 from planexec.cli.screen import PromptLine
 from planexec.cli.ui import styled
 from planexec.errors import PlanexecError
@@ -89,10 +89,15 @@ class Reviewer:
         """Seconds spent waiting for the user's answers (the end summary tells them apart)."""
 
     def __call__(self, request: ReviewRequest) -> dict[str, Any]:
-        """Show the plan and what is wrong with it; return the reviewer's answer."""
+        """Show the plan and what is wrong with it; return the reviewer's answer.
+
+        Ctrl-C raises at once from the first line shown (:func:`ctrl_c_raises`), not only
+        once the prompt waits: a plan takes a while to print on a slow terminal.
+        """
         asked = time.monotonic()
         try:
-            return self.answer(request)
+            with ctrl_c_raises():
+                return self.answer(request)
         finally:
             self.waited += time.monotonic() - asked
 
