@@ -358,6 +358,21 @@ time.sleep(30)  # the user presses Ctrl-C in the editor (vim users do, to leave 
 """
 
 
+def ctrl_c_in_the_sleepy_editor(child: pexpect.spawn, folder: Path) -> None:
+    """At the prompt, open :data:`SLEEPY_EDITOR` (``e``) and press Ctrl-C in it.
+
+    The editor dies of it and planexec asks again: the prompt waits for the next answer.
+    """
+    child.sendline("e")
+    for _ in range(100):  # until the editor has the file open
+        if (folder / "opened").exists():
+            break
+        child.expect([pexpect.TIMEOUT], timeout=0.1)
+    child.sendintr()  # the editor dies of it; planexec goes back to its menu
+    child.expect("the editor failed")
+    child.expect(r"Run this plan\?")
+
+
 def test_ctrl_c_in_the_editor_is_the_editors_and_the_run_goes_on(tmp_path):
     plan_file = tmp_path / "plan.json"
     plan_file.write_text(
@@ -368,14 +383,7 @@ def test_ctrl_c_in_the_editor_is_the_editors_and_the_run_goes_on(tmp_path):
     child = spawn(tmp_path, "run", "--plan", str(plan_file), "--workspace", "ws",
                   EDITOR=f"{sys.executable} {editor}", TMPDIR=str(tmp_path))  # fmt: skip
     child.expect("Run this plan")
-    child.sendline("e")
-    for _ in range(100):  # until the editor has the file open
-        if (tmp_path / "opened").exists():
-            break
-        child.expect([pexpect.TIMEOUT], timeout=0.1)
-    child.sendintr()  # the editor dies of it; planexec goes back to its menu
-    child.expect("the editor failed")
-    child.expect("Run this plan")
+    ctrl_c_in_the_sleepy_editor(child, tmp_path)
     child.sendline("y")
     text, code = finish(child)
     assert code == 0, text

@@ -20,7 +20,13 @@ from typer.testing import CliRunner
 from planexec.cli import app
 from planexec.cli.ui import LiteralConsole
 from tests.helpers import plan_of, step, wait_until
-from tests.integration.test_cli_pty import ctrl_c_caught_by_another_thread, finish, spawn
+from tests.integration.test_cli_pty import (
+    SLEEPY_EDITOR,
+    ctrl_c_caught_by_another_thread,
+    ctrl_c_in_the_sleepy_editor,
+    finish,
+    spawn,
+)
 
 runner = CliRunner()
 
@@ -227,13 +233,6 @@ def test_ctrl_c_at_a_prompt_whose_early_steps_ended_leaves_whichever_thread_gets
     assert not [c for c in calls(tmp_path) if c.startswith("send")]
 
 
-SLEEPY_EDITOR = """\
-import pathlib, sys, time
-pathlib.Path(sys.argv[1]).with_name("opened").write_text("yes")
-time.sleep(30)  # the user presses Ctrl-C in the editor (vim users do, to leave insert mode)
-"""
-
-
 def test_ctrl_c_in_the_editor_while_steps_run_is_the_editors(tmp_path):
     (tmp_path / "speclib.py").write_text(TOOLS_MODULE)
     (tmp_path / "plan.json").write_text(json.dumps(SLOW_PLAN))
@@ -244,14 +243,7 @@ def test_ctrl_c_in_the_editor_while_steps_run_is_the_editors(tmp_path):
                   SPEC_LOG=str(tmp_path / "calls.log"), EDITOR=f"{sys.executable} {editor}",
                   TMPDIR=str(tmp_path))  # fmt: skip
     child.expect(r"Run this plan\?")
-    child.sendline("e")
-    for _ in range(100):  # until the editor has the file open
-        if (tmp_path / "opened").exists():
-            break
-        child.expect([pexpect.TIMEOUT], timeout=0.1)
-    child.sendintr()  # the editor dies of it; planexec goes back to its menu
-    child.expect("the editor failed")
-    child.expect(r"Run this plan\?")
+    ctrl_c_in_the_sleepy_editor(child, tmp_path)
     child.sendline("y")
     text, code = finish(child)
     assert code == 0, text
